@@ -1,0 +1,25 @@
+"""skcalib: probability calibration for scikit-learn.
+
+Measure miscalibration (:mod:`skcalib.metrics`), fix it after training with a
+calibrator, and plot it (:mod:`skcalib.plotting`, needs matplotlib). Nothing
+heavy is imported here.
+"""
+
+from skcalib._base import BaseCalibrator
+from skcalib.calibration import (
+    HistogramBinningCalibrator,
+    IsotonicCalibrator,
+    PlattCalibrator,
+    TemperatureCalibrator,
+)
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "BaseCalibrator",
+    "HistogramBinningCalibrator",
+    "IsotonicCalibrator",
+    "PlattCalibrator",
+    "TemperatureCalibrator",
+    "__version__",
+]

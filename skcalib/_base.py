@@ -1,0 +1,320 @@
+"""The one base class of every skcalib calibrator.
+
+It reads scores (raw scores given as ``X``, or the scores of a prefit
+classifier given as ``estimator``), encodes labels, validates input once, and
+turns scores into normalised log-probabilities. Subclasses only fit and apply
+a map on log-probabilities.
+"""
+
+from abc import abstractmethod
+import numpy as np
+from sklearn.base import (
+    BaseEstimator,
+    ClassifierMixin,
+    TransformerMixin,
+    _fit_context,
+    clone,
+)
+from sklearn.utils._param_validation import HasMethods, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import (
+    _check_feature_names_in,
+    _check_sample_weight,
+    check_array,
+    check_is_fitted,
+    validate_data,
+)
+
+from skcalib._scores import check_probabilities, looks_like_probabilities, to_log_proba
+
+__all__ = ["BaseCalibrator"]
+
+
+class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
+    """Shared machinery of all calibrators (not for direct use).
+
+    Two ways in:
+
+    * **raw-score mode** (``estimator=None``): ``X`` holds scores, one column
+      per class in the order of ``classes_`` (sorted labels of ``y``), or, for
+      two classes, one column (or a 1-D array) with the score of the positive
+      class ``classes_[1]``.
+    * **wrapper mode** (``estimator=clf``): ``X`` holds the features of a
+      *prefit* classifier; its ``decision_function`` or ``predict_proba`` gives
+      the scores. The classifier is never refit, and :func:`sklearn.clone`
+      keeps it as it is (it is treated as frozen, like
+      :class:`sklearn.frozen.FrozenEstimator`), so the calibrator works inside
+      ``GridSearchCV`` and ``cross_validate``.
+
+    ``score_type="auto"`` rule (decided once, at ``fit``, stored in
+    ``score_type_``): in wrapper mode, ``"logit"`` for ``decision_function``
+    and ``"probability"`` for ``predict_proba``. In raw-score mode, the scores
+    are probabilities when every value lies in ``[0, 1]`` and, with two or
+    more columns, every row sums to 1 (within ``sqrt(eps)`` of the dtype);
+    otherwise they are logits (decision values count as logits: a binary
+    decision value is the log-odds of the positive class).
+    """
+
+    _parameter_constraints: dict = {
+        "estimator": [
+            HasMethods(["predict_proba"]),
+            HasMethods(["decision_function"]),
+            None,
+        ],
+        "score_type": [StrOptions({"auto", "logit", "probability"})],
+        "response_method": [
+            StrOptions({"auto", "decision_function", "predict_proba"})
+        ],
+    }
+
+    # ------------------------------------------------------------------ clone
+    def __sklearn_clone__(self):
+        """Clone the parameters but keep a wrapped prefit estimator as it is.
+
+        A deep clone of ``estimator`` would drop its fitted state; the
+        calibrator treats it as frozen, like ``FrozenEstimator``.
+        """
+        if self.estimator is None:
+            return super().__sklearn_clone__()
+        params = self.get_params(deep=False)
+        estimator = params.pop("estimator")
+        params = {k: clone(v, safe=False) for k, v in params.items()}
+        return type(self)(estimator=estimator, **params)
+
+    # ----------------------------------------------------------------- scores
+    def _response_method(self):
+        if self.response_method != "auto":
+            return self.response_method
+        if hasattr(self.estimator, "decision_function"):
+            return "decision_function"
+        return "predict_proba"
+
+    def _raw_scores(self, X, *, reset):
+        """Validated float scores of shape (n,) or (n, k) and their kind."""
+        if self.estimator is None:
+            X = validate_data(
+                self,
+                X,
+                reset=reset,
+                ensure_2d=False,
+                dtype=[np.float64, np.float32],
+                ensure_min_samples=1,
+            )
+            if X.ndim != 1 and X.ndim != 2:
+                raise ValueError(
+                    f"X must be 1-D or 2-D scores in raw-score mode, got ndim={X.ndim}."
+                )
+            return X, None
+        check_is_fitted(self.estimator)
+        if reset:
+            for attr in ("n_features_in_", "feature_names_in_"):
+                if hasattr(self.estimator, attr):
+                    setattr(self, attr, getattr(self.estimator, attr))
+        method = self._response_method()
+        if not hasattr(self.estimator, method):
+            raise ValueError(
+                f"response_method={method!r} but {type(self.estimator).__name__} "
+                f"has no method {method!r}."
+            )
+        scores = getattr(self.estimator, method)(X)
+        scores = check_array(
+            scores,
+            ensure_2d=False,
+            dtype=[np.float64, np.float32],
+            input_name=f"{type(self.estimator).__name__}.{method}(X)",
+        )
+        kind = "logit" if method == "decision_function" else "probability"
+        return scores, kind
+
+    def _check_columns(self, scores, n_classes):
+        n_cols = 1 if scores.ndim == 1 else scores.shape[1]
+        if n_cols == n_classes or (n_classes == 2 and n_cols == 1):
+            return
+        source = (
+            "X" if self.estimator is None else f"the scores of {type(self.estimator).__name__}"
+        )
+        raise ValueError(
+            f"{source} has {n_cols} column(s) but there are {n_classes} classes "
+            f"{list(self.classes_)}; raw scores need one column per class (in the "
+            "order of classes_) or, for two classes, one column with the score of "
+            "the positive class."
+        )
+
+    def _log_proba(self, X, *, reset):
+        """Normalised log-probabilities (n, n_classes) of ``X``."""
+        scores, kind = self._raw_scores(X, reset=reset)
+        n_classes = len(self.classes_)
+        self._check_columns(scores, n_classes)
+        if reset:
+            if self.score_type != "auto":
+                self.score_type_ = self.score_type
+            elif kind is not None:
+                self.score_type_ = kind
+            else:
+                self.score_type_ = (
+                    "probability" if looks_like_probabilities(scores) else "logit"
+                )
+        if self.score_type_ == "probability":
+            check_probabilities(scores, name="X" if self.estimator is None else "scores")
+        return to_log_proba(scores, self.score_type_, n_classes)
+
+    # ----------------------------------------------------------------- labels
+    def _encode_y(self, y):
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        check_classification_targets(y)
+        if self.estimator is None:
+            classes, y_enc = np.unique(y, return_inverse=True)
+        else:
+            classes = np.asarray(self.estimator.classes_)
+            if classes.ndim != 1:
+                raise ValueError("Only single-output estimators can be calibrated.")
+            present, inverse = np.unique(y, return_inverse=True)
+            position = {c: i for i, c in enumerate(classes.tolist())}
+            unknown = [c for c in present.tolist() if c not in position]
+            if unknown:
+                raise ValueError(
+                    f"y contains labels {unknown} that the estimator does not know; "
+                    f"its classes_ are {classes.tolist()}."
+                )
+            y_enc = np.array([position[c] for c in present.tolist()])[inverse]
+        if np.unique(y_enc).size < 2:
+            raise ValueError(
+                f"y has a single class {y.ravel()[0]!r}; calibration needs at least "
+                "two classes."
+            )
+        return classes, y_enc.astype(np.intp, copy=False)
+
+    # -------------------------------------------------------------------- api
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y, sample_weight=None):
+        """Fit the calibration map.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples,) or (n_samples, n_classes), or the
+            features of ``estimator``
+            Raw scores (logits, decision values or probabilities) in raw-score
+            mode; the wrapped classifier's input in wrapper mode.
+        y : array-like of shape (n_samples,)
+            True labels.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights; ``None`` weighs every sample 1.
+
+        Returns
+        -------
+        self : object
+            The fitted calibrator.
+        """
+        self.classes_, y_enc = self._encode_y(y)
+        log_proba = self._log_proba(X, reset=True)
+        if log_proba.shape[0] != y_enc.shape[0]:
+            raise ValueError(
+                f"X gives {log_proba.shape[0]} samples but y has {y_enc.shape[0]}."
+            )
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(
+                sample_weight, log_proba, dtype=np.float64, ensure_non_negative=True
+            )
+            if not sample_weight.sum() > 0:
+                raise ValueError("sample_weight sums to 0; nothing to fit.")
+        self._fit(log_proba, y_enc, sample_weight)
+        return self
+
+    def predict_proba(self, X):
+        """Calibrated probabilities.
+
+        Parameters
+        ----------
+        X : array-like
+            Raw scores (raw-score mode) or features (wrapper mode), as in
+            :meth:`fit`.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Rows sum to 1; columns follow ``classes_`` (two columns for binary
+            problems). float32 input gives float32 output.
+        """
+        check_is_fitted(self)
+        log_proba = self._log_proba(X, reset=False)
+        return self._predict_proba(log_proba)
+
+    def transform(self, X):
+        """Calibrated probabilities; the same as :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : array-like
+            As in :meth:`predict_proba`.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        return self.predict_proba(X)
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : array-like
+            As in :meth:`predict_proba`.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+        """
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def predict(self, X):
+        """Most probable class after calibration.
+
+        Parameters
+        ----------
+        X : array-like
+            As in :meth:`predict_proba`.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Labels from ``classes_``.
+        """
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the output columns: ``proba_<class>``.
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Checked against ``feature_names_in_`` when given.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+        """
+        check_is_fitted(self, "classes_")
+        if self.estimator is None and hasattr(self, "n_features_in_"):
+            _check_feature_names_in(self, input_features)
+        return np.asarray([f"proba_{c}" for c in self.classes_], dtype=object)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        if self.estimator is not None:
+            inner = self.estimator.__sklearn_tags__()
+            tags.input_tags = inner.input_tags
+        return tags
+
+    # ------------------------------------------------------------- subclasses
+    @abstractmethod
+    def _fit(self, log_proba, y, sample_weight):
+        """Fit on log-probabilities (n, K), encoded labels and weights."""
+
+    @abstractmethod
+    def _predict_proba(self, log_proba):
+        """Calibrated probabilities (n, K) from log-probabilities."""

@@ -1,0 +1,142 @@
+"""Score arithmetic shared by every calibrator and metric.
+
+The only softmax / log-softmax / probability check of the package lives here.
+"""
+
+import numpy as np
+from scipy.special import log_expit, logsumexp
+
+__all__ = []  # private module
+
+#: Probabilities are floored at this value before their log is taken, so that a
+#: probability of exactly 0 gives a finite log-probability (log(1e-12) ~ -27.6).
+PROBA_FLOOR = 1e-12
+
+
+def sum_tolerance(dtype):
+    """Tolerance on ``|row sum - 1|`` for probabilities of ``dtype``.
+
+    ``sqrt(eps)``: 3.5e-4 for float32, 1.5e-8 for float64; float32 softmax
+    outputs of 1000 classes drift by up to a few 1e-5.
+    """
+    dtype = np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.dtype(np.float64)
+    return float(np.sqrt(np.finfo(dtype).eps))
+
+
+def looks_like_probabilities(scores):
+    """Whether raw scores are probabilities under the ``score_type="auto"`` rule.
+
+    * 1-D (or one column): every value in ``[0, 1]``.
+    * 2-D with ``K >= 2`` columns: every value in ``[0, 1]`` and every row sums
+      to 1 within :func:`sum_tolerance`.
+    """
+    if scores.size == 0:
+        return False
+    in_range = bool(scores.min() >= 0) and bool(scores.max() <= 1)
+    if not in_range:
+        return False
+    if scores.ndim == 1 or scores.shape[1] == 1:
+        return True
+    row_sums = scores.sum(axis=1, dtype=np.float64)
+    return bool(np.all(np.abs(row_sums - 1.0) <= sum_tolerance(scores.dtype)))
+
+
+def check_probabilities(proba, name="y_proba"):
+    """Raise ``ValueError`` unless ``proba`` holds valid probabilities.
+
+    1-D: values in ``[0, 1]``. 2-D: values in ``[0, 1]`` and rows summing to 1
+    within :func:`sum_tolerance` of the dtype. The message names the first
+    offending row and value.
+    """
+    if proba.size == 0:
+        return
+    lo, hi = proba.min(), proba.max()
+    if lo < 0 or hi > 1:
+        bad = np.flatnonzero(((proba < 0) | (proba > 1)).reshape(proba.shape[0], -1)
+                             .any(axis=1))[0]
+        raise ValueError(
+            f"{name} must hold probabilities in [0, 1]; row {bad} has "
+            f"{proba[bad]!r}."
+        )
+    if proba.ndim == 2 and proba.shape[1] > 1:
+        row_sums = proba.sum(axis=1, dtype=np.float64)
+        off = np.abs(row_sums - 1.0) > sum_tolerance(proba.dtype)
+        if off.any():
+            bad = int(np.flatnonzero(off)[0])
+            raise ValueError(
+                f"{name} rows must sum to 1 (tolerance "
+                f"{sum_tolerance(proba.dtype):.1e} for {proba.dtype}); row {bad} "
+                f"sums to {row_sums[bad]!r}. Pass logits with score_type='logit' "
+                "or normalise the rows."
+            )
+
+
+def log_softmax(z):
+    """Row-wise log-softmax in the dtype of ``z`` (float32 stays float32)."""
+    return z - logsumexp(z, axis=1, keepdims=True).astype(z.dtype, copy=False)
+
+
+def softmax(z):
+    """Row-wise softmax in the dtype of ``z``; rows sum to 1."""
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    return p
+
+
+def to_log_proba(scores, score_type, n_classes):
+    """Normalised log-probabilities of shape ``(n, n_classes)`` from raw scores.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n,) or (n, k), floating
+        Validated raw scores (finite). 1-D or one column only when
+        ``n_classes == 2``: the score of the positive class (a log-odds for
+        ``"logit"``, a probability for ``"probability"``).
+    score_type : {"logit", "probability"}
+    n_classes : int
+
+    Returns
+    -------
+    log_proba : ndarray of shape (n, n_classes), dtype of ``scores``
+        Rows are log-probabilities (``logsumexp == 0``). Probabilities are
+        floored at :data:`PROBA_FLOOR` before the log; logits of any size
+        (±1e4 included) stay finite.
+    """
+    if scores.ndim == 2 and scores.shape[1] == 1:
+        scores = scores[:, 0]
+    if scores.ndim == 1:
+        if score_type == "logit":
+            out = np.empty((scores.shape[0], 2), dtype=scores.dtype)
+            out[:, 0] = log_expit(-scores)
+            out[:, 1] = log_expit(scores)
+            return out
+        p = scores
+        out = np.empty((p.shape[0], 2), dtype=p.dtype)
+        out[:, 1] = np.log(np.maximum(p, PROBA_FLOOR))
+        out[:, 0] = np.log(np.maximum(1.0 - p, PROBA_FLOOR))
+        return log_softmax(out)
+    if score_type == "logit":
+        return log_softmax(scores)
+    return log_softmax(np.log(np.maximum(scores, scores.dtype.type(PROBA_FLOOR))))
+
+
+def log_odds(log_proba):
+    """Per-class log-odds ``log p_k - log(1 - p_k)`` from log-probabilities.
+
+    Accurate for extreme values: no ``1 - p`` is formed for the top class; for
+    two classes it is the difference of the two columns.
+    """
+    if log_proba.shape[1] == 2:
+        d = log_proba[:, 1] - log_proba[:, 0]
+        return np.column_stack((-d, d))
+    # Only the most probable class can have p_k > 1/2; for the others
+    # log1p(-p_k) is accurate. For the top class, log(1 - p_top) is the
+    # logsumexp of the other classes, which never cancels.
+    with np.errstate(divide="ignore"):
+        log_rest = np.log1p(-np.exp(log_proba))
+    rows = np.arange(log_proba.shape[0])
+    top = np.argmax(log_proba, axis=1)
+    others = log_proba.copy()
+    others[rows, top] = -np.inf
+    log_rest[rows, top] = logsumexp(others, axis=1)
+    return log_proba - log_rest

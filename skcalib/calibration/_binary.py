@@ -1,0 +1,133 @@
+"""Multiclass strategies for calibrators that learn a map of one score.
+
+Platt scaling, histogram binning and isotonic regression calibrate a single
+score against a 0/1 target. This module turns such a one-score map into a
+calibrator for any number of classes, once for all of them:
+
+* two classes: one map on the positive class;
+* ``multi_class="ovr"``: one map per class on that class's score against
+  "this class or not", then each row is divided by its sum (a row whose maps
+  all give 0 would become uniform; the maps' outputs are floored at
+  :data:`OUTPUT_EPS`, so this does not happen in practice);
+* ``multi_class="top_label"`` (Gupta & Ramdas 2022): one map per class ``k``,
+  fitted on the samples whose predicted class is ``k``, on the confidence
+  (top probability) against "the prediction is correct". At predict time the
+  top class gets the calibrated confidence ``c`` and the other classes share
+  ``1 - c`` in proportion to their uncalibrated probabilities (evenly when
+  those are all 0). A class never predicted on the calibration data keeps its
+  confidence unchanged. The predicted class of a row can change only when
+  ``c`` falls below another class's rescaled probability.
+"""
+
+from abc import abstractmethod
+
+import numpy as np
+from sklearn.utils._param_validation import StrOptions
+
+from skcalib._base import BaseCalibrator
+from skcalib._scores import log_odds
+
+__all__ = []
+
+#: Calibrated probabilities of one-score maps are kept in
+#: ``[OUTPUT_EPS, 1 - OUTPUT_EPS]`` so that log-loss stays finite.
+OUTPUT_EPS = 1e-12
+
+
+class _BinaryMapCalibrator(BaseCalibrator):
+    """Base for calibrators built on a map of one score (see module docstring).
+
+    Subclasses set ``_map_input`` to ``"log_odds"`` or ``"proba"`` and
+    implement ``_fit_map(score, target, sample_weight)`` returning the fitted
+    map, and ``_apply_map(fitted, score)`` returning probabilities.
+    """
+
+    _parameter_constraints: dict = {
+        **BaseCalibrator._parameter_constraints,
+        "multi_class": [StrOptions({"ovr", "top_label"})],
+    }
+    _map_input = "log_odds"
+
+    def _map_scores(self, log_proba):
+        if self._map_input == "proba":
+            return np.exp(log_proba, dtype=np.float64)
+        return log_odds(log_proba.astype(np.float64, copy=False))
+
+    def _fit(self, log_proba, y, sample_weight):
+        n_classes = log_proba.shape[1]
+        scores = self._map_scores(log_proba)
+        w = sample_weight
+        maps = []
+        if n_classes == 2 and self.multi_class == "ovr":
+            maps.append(self._fit_map(scores[:, 1], (y == 1).astype(np.float64), w))
+        elif self.multi_class == "ovr":
+            for k in range(n_classes):
+                maps.append(self._fit_map(scores[:, k], (y == k).astype(np.float64), w))
+        else:
+            top = np.argmax(log_proba, axis=1)
+            rows = np.arange(top.shape[0])
+            conf = scores[rows, top]
+            for k in range(n_classes):
+                mask = top == k
+                if not mask.any() or (w is not None and not w[mask].sum() > 0):
+                    maps.append(None)
+                    continue
+                maps.append(
+                    self._fit_map(
+                        conf[mask],
+                        (y[mask] == k).astype(np.float64),
+                        None if w is None else w[mask],
+                    )
+                )
+        self.calibrators_ = maps
+        self._set_fitted_views()
+
+    def _set_fitted_views(self):
+        """Hook for subclasses to expose ``coef_``, ``bin_edges_``, ..."""
+
+    def _apply(self, fitted, score):
+        return np.clip(self._apply_map(fitted, score), OUTPUT_EPS, 1.0 - OUTPUT_EPS)
+
+    def _predict_proba(self, log_proba):
+        dtype = log_proba.dtype
+        n, n_classes = log_proba.shape
+        scores = self._map_scores(log_proba)
+        if n_classes == 2 and self.multi_class == "ovr":
+            p1 = self._apply(self.calibrators_[0], scores[:, 1])
+            return np.column_stack((1.0 - p1, p1)).astype(dtype, copy=False)
+        if self.multi_class == "ovr":
+            proba = np.empty((n, n_classes), dtype=np.float64)
+            for k, fitted in enumerate(self.calibrators_):
+                proba[:, k] = self._apply(fitted, scores[:, k])
+            row_sum = proba.sum(axis=1, keepdims=True)
+            zero = row_sum[:, 0] <= 0
+            proba /= np.where(row_sum > 0, row_sum, 1.0)
+            proba[zero] = 1.0 / n_classes
+            return proba.astype(dtype, copy=False)
+        # top-label
+        proba = np.exp(log_proba, dtype=np.float64)
+        rows = np.arange(n)
+        top = np.argmax(log_proba, axis=1)
+        conf = scores[rows, top]
+        calibrated = np.exp(log_proba[rows, top], dtype=np.float64)
+        for k, fitted in enumerate(self.calibrators_):
+            mask = top == k
+            if fitted is not None and mask.any():
+                calibrated[mask] = self._apply(fitted, conf[mask])
+        proba[rows, top] = 0.0
+        rest = proba.sum(axis=1)
+        scale = np.where(rest > 0, (1.0 - calibrated) / np.where(rest > 0, rest, 1.0), 0.0)
+        proba *= scale[:, None]
+        even = rest <= 0
+        if even.any():
+            proba[even] = ((1.0 - calibrated[even]) / (n_classes - 1))[:, None]
+        proba[rows, top] = calibrated
+        return proba.astype(dtype, copy=False)
+
+    @abstractmethod
+    def _fit_map(self, score, target, sample_weight):
+        """Fit a map from one score to P(target = 1)."""
+
+    @abstractmethod
+    def _apply_map(self, fitted, score):
+        """Apply a fitted map to scores."""

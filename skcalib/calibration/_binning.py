@@ -1,0 +1,151 @@
+"""Histogram binning."""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from skcalib.calibration._binary import _BinaryMapCalibrator
+from skcalib.metrics._binning import assign_bins, bin_edges, bin_sums
+
+__all__ = ["HistogramBinningCalibrator"]
+
+
+class HistogramBinningCalibrator(_BinaryMapCalibrator):
+    """Histogram binning: replace a probability by the frequency of its bin.
+
+    The probability ``p`` of the class (one-vs-rest) or of the predicted class
+    (top-label) is put in one of ``n_bins`` bins; the calibrated probability is
+    the weighted fraction of positives among the calibration samples of that
+    bin. Bins are right-closed, ``(e_j, e_{j+1}]``, the first one ``[0, e_1]``
+    (the convention of :func:`sklearn.calibration.calibration_curve`).
+
+    With ``smoothing = m > 0`` each bin's estimate is shrunk towards the mean
+    uncalibrated probability ``\\bar p_j`` of the samples in it:
+
+    .. math::
+
+        \\hat p_j = \\frac{\\sum_{i \\in j} w_i y_i + m\\, \\bar p_j}
+                        {\\sum_{i \\in j} w_i + m}.
+
+    **Empty bins** (no calibration sample) keep the model's own probability:
+    their value is the bin's midpoint ``(e_j + e_{j+1}) / 2``; they never give
+    NaN. Outputs are kept in ``[1e-12, 1 - 1e-12]`` so that log-loss stays
+    finite (a bin without positives would otherwise give exactly 0).
+
+    Parameters
+    ----------
+    estimator : classifier or None, default=None
+        A prefit classifier (wrapper mode) or ``None`` (``X`` holds scores).
+    n_bins : int, default=15
+        Number of bins.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        ``"uniform"``: equal-width bins on ``[0, 1]``; ``"quantile"``:
+        equal-mass bins from the (weighted) quantiles of the calibration
+        probabilities. Quantile edges that coincide because probabilities tie
+        are merged, so fewer bins may be used (one if all probabilities are
+        equal).
+    smoothing : float, default=0.0
+        Pseudo-count ``m`` of the shrinkage above; 0 gives plain frequencies.
+    score_type : {"auto", "logit", "probability"}, default="auto"
+        What raw ``X`` holds.
+    response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
+        Wrapper mode: the method that gives scores.
+    multi_class : {"ovr", "top_label"}, default="ovr"
+        Strategy for more than two classes.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    score_type_ : str
+        What the scores were taken to be.
+    calibrators_ : list of tuple (edges, bin_proba) or None
+        One fitted map per class (one for binary problems); ``None`` for a
+        top-label class never predicted at fit (identity).
+    bin_edges_ : list of ndarray
+        The edges of each map.
+    bin_proba_ : list of ndarray
+        The calibrated probability of each bin of each map.
+    bin_counts_ : list of ndarray
+        The weighted number of calibration samples in each bin of each map.
+    n_features_in_ : int
+        Number of columns of ``X`` seen at fit (2-D input).
+
+    See Also
+    --------
+    IsotonicCalibrator : bins chosen by the data, monotone.
+
+    References
+    ----------
+    .. [1] B. Zadrozny and C. Elkan, "Obtaining calibrated probability
+       estimates from decision trees and naive Bayesian classifiers",
+       ICML 2001.
+    .. [2] C. Gupta and A. Ramdas, "Top-label calibration and multiclass-to-
+       binary reductions", ICLR 2022.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib import HistogramBinningCalibrator
+    >>> p = np.array([0.1, 0.2, 0.6, 0.7, 0.8, 0.9])
+    >>> y = np.array([0, 0, 0, 1, 1, 1])
+    >>> cal = HistogramBinningCalibrator(n_bins=2).fit(p, y)
+    >>> cal.bin_proba_[0]
+    array([0. , 0.75])
+    >>> cal.predict_proba([0.3, 0.95])[:, 1]
+    array([1.00e-12, 7.50e-01])
+    """
+
+    _parameter_constraints: dict = {
+        **_BinaryMapCalibrator._parameter_constraints,
+        "n_bins": [Interval(Integral, 1, None, closed="left")],
+        "strategy": [StrOptions({"uniform", "quantile"})],
+        "smoothing": [Interval(Real, 0, None, closed="left")],
+    }
+    _map_input = "proba"
+
+    def __init__(
+        self,
+        estimator=None,
+        *,
+        n_bins=15,
+        strategy="uniform",
+        smoothing=0.0,
+        score_type="auto",
+        response_method="auto",
+        multi_class="ovr",
+    ):
+        self.estimator = estimator
+        self.n_bins = n_bins
+        self.strategy = strategy
+        self.smoothing = smoothing
+        self.score_type = score_type
+        self.response_method = response_method
+        self.multi_class = multi_class
+
+    def _fit_map(self, score, target, sample_weight):
+        edges = bin_edges(score, self.n_bins, self.strategy, sample_weight)
+        n = edges.size - 1
+        ids = assign_bins(score, edges)
+        counts, sum_y, sum_p = bin_sums(ids, n, sample_weight, target, score)
+        midpoints = 0.5 * (edges[:-1] + edges[1:])
+        filled = counts > 0
+        prior = np.where(filled, sum_p / np.where(filled, counts, 1.0), midpoints)
+        m = float(self.smoothing)
+        denom = counts + m
+        proba = np.where(
+            denom > 0, (sum_y + m * prior) / np.where(denom > 0, denom, 1.0), prior
+        )
+        return edges, proba, counts
+
+    def _set_fitted_views(self):
+        maps = self.calibrators_
+        self.bin_edges_ = [None if m is None else m[0] for m in maps]
+        self.bin_proba_ = [None if m is None else m[1] for m in maps]
+        self.bin_counts_ = [None if m is None else m[2] for m in maps]
+        self.calibrators_ = [None if m is None else (m[0], m[1]) for m in maps]
+
+    def _apply_map(self, fitted, score):
+        edges, proba = fitted
+        return proba[assign_bins(score, edges)]

@@ -1,0 +1,92 @@
+"""Isotonic regression calibration, on top of scikit-learn's IsotonicRegression."""
+
+import numpy as np
+from sklearn.isotonic import IsotonicRegression
+
+from skcalib.calibration._binary import _BinaryMapCalibrator
+
+__all__ = ["IsotonicCalibrator"]
+
+
+class IsotonicCalibrator(_BinaryMapCalibrator):
+    """Isotonic regression: the best non-decreasing map of the score.
+
+    Fits :class:`sklearn.isotonic.IsotonicRegression` (pool-adjacent-
+    violators, weighted) of the 0/1 target on the log-odds of the model,
+    ``s = log(p / (1 - p))`` or the decision value. Log-odds keep the order of
+    extreme scores that would tie as probabilities (``1 - 1e-20 == 1`` in
+    float64); at the fitted points the map is the same as on probabilities,
+    between them it interpolates linearly in log-odds. Scores outside the
+    fitted range take the value at the nearest end (``out_of_bounds="clip"``).
+
+    Outputs are kept in ``[1e-12, 1 - 1e-12]``: isotonic regression gives
+    exact 0 and 1 at the ends, which would make log-loss infinite. It needs
+    data: with fewer than about a thousand calibration samples its step
+    function overfits; prefer :class:`PlattCalibrator` or
+    :class:`TemperatureCalibrator` there.
+
+    Parameters
+    ----------
+    estimator : classifier or None, default=None
+        A prefit classifier (wrapper mode) or ``None`` (``X`` holds scores).
+    score_type : {"auto", "logit", "probability"}, default="auto"
+        What raw ``X`` holds.
+    response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
+        Wrapper mode: the method that gives scores.
+    multi_class : {"ovr", "top_label"}, default="ovr"
+        Strategy for more than two classes.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    score_type_ : str
+        What the scores were taken to be.
+    calibrators_ : list of IsotonicRegression or None
+        The fitted regression of each map (one for binary problems).
+    n_features_in_ : int
+        Number of columns of ``X`` seen at fit (2-D input).
+
+    See Also
+    --------
+    HistogramBinningCalibrator : fixed bins instead of data-chosen steps.
+    sklearn.isotonic.IsotonicRegression : the solver used.
+
+    References
+    ----------
+    .. [1] B. Zadrozny and C. Elkan, "Transforming classifier scores into
+       accurate multiclass probability estimates", KDD 2002.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib import IsotonicCalibrator
+    >>> p = np.array([0.1, 0.3, 0.4, 0.6, 0.8, 0.9])
+    >>> y = np.array([0, 1, 0, 1, 1, 1])
+    >>> cal = IsotonicCalibrator().fit(p, y)
+    >>> cal.predict_proba(p)[:, 1]
+    array([1.e-12, 5.e-01, 5.e-01, 1.e+00, 1.e+00, 1.e+00])
+    """
+
+    _map_input = "log_odds"
+
+    def __init__(
+        self,
+        estimator=None,
+        *,
+        score_type="auto",
+        response_method="auto",
+        multi_class="ovr",
+    ):
+        self.estimator = estimator
+        self.score_type = score_type
+        self.response_method = response_method
+        self.multi_class = multi_class
+
+    def _fit_map(self, score, target, sample_weight):
+        return IsotonicRegression(
+            y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip"
+        ).fit(score, target, sample_weight=sample_weight)
+
+    def _apply_map(self, fitted, score):
+        return fitted.predict(score)

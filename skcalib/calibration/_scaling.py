@@ -1,0 +1,438 @@
+"""Parametric scaling calibrators: Platt scaling and temperature scaling."""
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.special import expit, log_expit
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval
+
+from skcalib._base import BaseCalibrator
+from skcalib._scores import softmax
+from skcalib.calibration._binary import _BinaryMapCalibrator
+
+__all__ = ["PlattCalibrator", "TemperatureCalibrator"]
+
+
+# --------------------------------------------------------------------- Platt
+def _platt_loss(a, b, s, t, w):
+    """Platt's objective: weighted cross-entropy of sigmoid(a s + b) vs t."""
+    z = a * s + b
+    # -t log p - (1 - t) log(1 - p) = -t log_expit(z) - (1 - t) log_expit(-z)
+    per = -(t * log_expit(z) + (1.0 - t) * log_expit(-z))
+    return float(per @ w) if w is not None else float(per.sum())
+
+
+def fit_platt(s, y, sample_weight=None, *, max_iter=100, tol=1e-10):
+    """Fit Platt's sigmoid ``P(y=1 | s) = 1 / (1 + exp(-(a s + b)))``.
+
+    Newton's method with a backtracking line search on Platt's convex
+    two-parameter objective with smoothed targets (Platt 1999; Lin, Lin & Weng
+    2007). Scores are divided by ``max(1, max|s|)`` while solving (the optimum
+    is mapped back), so logits of ±1e4 do not overflow.
+
+    Parameters
+    ----------
+    s : ndarray of shape (n,), float64
+        Scores (log-odds).
+    y : ndarray of shape (n,), {0, 1}
+        Targets.
+    sample_weight : ndarray of shape (n,) or None
+    max_iter : int
+    tol : float
+        Stop when the Newton step is below ``tol * (1 + |params|)``.
+
+    Returns
+    -------
+    a, b : float
+        Slope and intercept on the original score scale.
+    n_iter : int
+    converged : bool
+    """
+    w = sample_weight
+    pos = y > 0.5
+    n_pos = float(w[pos].sum()) if w is not None else float(pos.sum())
+    n_neg = float(w[~pos].sum()) if w is not None else float((~pos).sum())
+    t = np.where(pos, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    scale = max(1.0, float(np.max(np.abs(s))))
+    s = s / scale
+    ws = np.ones_like(s) if w is None else w
+    params = np.array([0.0, np.log((n_pos + 1.0) / (n_neg + 1.0))])
+    loss = _platt_loss(*params, s, t, w)
+    converged = False
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):  # noqa: B007
+        z = params[0] * s + params[1]
+        p = expit(z)
+        r = ws * (p - t)
+        h = ws * p * (1.0 - p)
+        grad = np.array([r @ s, r.sum()])
+        hs = h @ s
+        hess = np.array([[h @ (s * s), hs], [hs, h.sum()]])
+        # A tiny ridge keeps the system solvable for constant scores.
+        hess[np.diag_indices(2)] += 1e-12 * max(1.0, hess.trace())
+        step = -np.linalg.solve(hess, grad)
+        decrement = -grad @ step
+        alpha = 1.0
+        while True:
+            new = params + alpha * step
+            new_loss = _platt_loss(*new, s, t, w)
+            if new_loss <= loss - 1e-4 * alpha * decrement or alpha < 1e-10:
+                break
+            alpha *= 0.5
+        done = np.max(np.abs(alpha * step)) <= tol * (1.0 + np.max(np.abs(params)))
+        params, loss = new, min(new_loss, loss)
+        if done or decrement <= 1e-14 * max(1.0, abs(loss)):
+            converged = True
+            break
+    return params[0] / scale, params[1], n_iter, converged
+
+
+class PlattCalibrator(_BinaryMapCalibrator):
+    """Platt scaling: a logistic map of the log-odds.
+
+    ``P(y = 1 | s) = 1 / (1 + exp(-(a s + b)))`` where ``s`` is the log-odds
+    of the uncalibrated model (a decision value, or ``log(p / (1 - p))`` for a
+    probability ``p``, computed without forming ``1 - p``). ``a`` and ``b``
+    minimise the weighted cross-entropy against Platt's smoothed targets
+
+    .. math::
+
+        t_+ = \\frac{N_+ + 1}{N_+ + 2}, \\qquad t_- = \\frac{1}{N_- + 2},
+
+    with ``N_+``/``N_-`` the weighted counts of positives and negatives. The
+    smoothing is the regularisation: the targets are never 0 or 1, so the
+    optimum is finite even when the scores separate the classes perfectly.
+    The convex problem is solved by Newton's method with a line search.
+
+    Parameters
+    ----------
+    estimator : classifier or None, default=None
+        A prefit classifier (wrapper mode) or ``None`` (``X`` holds scores).
+    score_type : {"auto", "logit", "probability"}, default="auto"
+        What raw ``X`` holds; see :class:`~skcalib._base.BaseCalibrator`.
+    response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
+        Wrapper mode: the method giving scores (``"auto"``: decision_function
+        if the estimator has it, else predict_proba).
+    multi_class : {"ovr", "top_label"}, default="ovr"
+        Strategy for more than two classes (see the user guide).
+    max_iter : int, default=100
+        Newton iterations per map.
+    tol : float, default=1e-10
+        Relative step size that ends the Newton iterations.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    score_type_ : str
+        What the scores were taken to be (``"logit"`` or ``"probability"``).
+    calibrators_ : list of ndarray of shape (2,)
+        ``(a, b)`` of each map (one map for binary problems).
+    coef_ : ndarray of shape (n_maps,)
+        Slopes ``a``.
+    intercept_ : ndarray of shape (n_maps,)
+        Intercepts ``b``.
+    n_iter_ : ndarray of shape (n_maps,)
+        Newton iterations of each map.
+    n_features_in_ : int
+        Number of columns of ``X`` seen at fit (2-D input).
+
+    See Also
+    --------
+    TemperatureCalibrator : one parameter shared by all classes.
+    sklearn.calibration.CalibratedClassifierCV : ``method="sigmoid"`` fits the
+        same objective with L-BFGS (and ``p = 1 / (1 + exp(A f + B))``, so its
+        ``A, B`` are our ``-a, -b``).
+
+    References
+    ----------
+    .. [1] J. Platt, "Probabilistic outputs for support vector machines and
+       comparisons to regularized likelihood methods", Advances in Large
+       Margin Classifiers, 1999.
+    .. [2] H.-T. Lin, C.-J. Lin and R. C. Weng, "A note on Platt's
+       probabilistic outputs for support vector machines", Machine Learning
+       68, 2007.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib import PlattCalibrator
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 1000)
+    >>> logits = 4.0 * (2 * y - 1) + rng.normal(scale=4.0, size=1000)  # over-confident
+    >>> cal = PlattCalibrator().fit(logits, y)
+    >>> cal.predict_proba(logits[:2]).shape
+    (2, 2)
+    >>> bool(0 < cal.coef_[0] < 1)   # the slope shrinks over-confident logits
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **_BinaryMapCalibrator._parameter_constraints,
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+    }
+    _map_input = "log_odds"
+
+    def __init__(
+        self,
+        estimator=None,
+        *,
+        score_type="auto",
+        response_method="auto",
+        multi_class="ovr",
+        max_iter=100,
+        tol=1e-10,
+    ):
+        self.estimator = estimator
+        self.score_type = score_type
+        self.response_method = response_method
+        self.multi_class = multi_class
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def _fit_map(self, score, target, sample_weight):
+        a, b, n_iter, converged = fit_platt(
+            score, target, sample_weight, max_iter=self.max_iter, tol=self.tol
+        )
+        if not converged:
+            warnings.warn(
+                f"Platt scaling did not converge in max_iter={self.max_iter} Newton "
+                "iterations; increase max_iter.",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        return np.array([a, b, n_iter], dtype=np.float64)
+
+    def _set_fitted_views(self):
+        maps = [m for m in self.calibrators_ if m is not None]
+        self.coef_ = np.array([m[0] if m is not None else 1.0 for m in self.calibrators_])
+        self.intercept_ = np.array(
+            [m[1] if m is not None else 0.0 for m in self.calibrators_]
+        )
+        self.n_iter_ = np.array([int(m[2]) for m in maps], dtype=int)
+        self.calibrators_ = [None if m is None else m[:2] for m in self.calibrators_]
+
+    def _apply_map(self, fitted, score):
+        return expit(fitted[0] * score + fitted[1])
+
+
+# --------------------------------------------------------------- temperature
+def _temperature_terms(d, dy, beta, w, chunk_rows):
+    """NLL, gradient and second derivative in ``beta = 1 / T``.
+
+    ``d`` holds log-probabilities shifted so that each row's maximum is 0, and
+    ``dy`` the entry of the true class. Per row, with ``q = softmax(beta d)``:
+    ``nll = logsumexp(beta d) - beta dy``, ``d nll / d beta = E_q[d] - dy``,
+    ``d2 nll / d beta2 = Var_q[d] >= 0`` (convex in ``beta``). Computed in
+    float64 by blocks of rows, so float32 input is never copied whole.
+    """
+    loss = grad = hess = 0.0
+    n = d.shape[0]
+    for start in range(0, n, chunk_rows):
+        dc = d[start : start + chunk_rows].astype(np.float64, copy=False)
+        e = np.exp(beta * dc)
+        s0 = e.sum(axis=1)
+        e *= dc
+        m1 = e.sum(axis=1) / s0
+        m2 = np.einsum("ij,ij->i", e, dc) / s0
+        dyc = dy[start : start + chunk_rows]
+        row_loss = np.log(s0) - beta * dyc
+        row_grad = m1 - dyc
+        row_hess = np.maximum(m2 - m1 * m1, 0.0)
+        if w is None:
+            loss += row_loss.sum()
+            grad += row_grad.sum()
+            hess += row_hess.sum()
+        else:
+            wc = w[start : start + chunk_rows]
+            loss += row_loss @ wc
+            grad += row_grad @ wc
+            hess += row_hess @ wc
+    return loss, grad, hess
+
+
+def fit_temperature(log_proba, y, sample_weight=None, *, max_iter=100, tol=1e-10,
+                    bounds=(1e-4, 1e4)):
+    """Maximum-likelihood temperature by safeguarded Newton on ``log(1/T)``.
+
+    The NLL is convex in ``beta = 1/T``; its derivative is increasing in
+    ``u = log beta``. Newton steps on the root of that derivative in ``u``
+    use the exact first and second derivatives; a bracket of the root is kept,
+    and any step leaving it is replaced by bisection, so the iteration always
+    converges. It stops when a step in ``log T`` is below ``tol``.
+
+    Returns
+    -------
+    temperature : float
+    n_iter : int
+    status : {"converged", "max_iter", "lower_bound", "upper_bound"}
+    """
+    n = log_proba.shape[0]
+    d = log_proba - log_proba.max(axis=1, keepdims=True)
+    dy = d[np.arange(n), y].astype(np.float64)
+    chunk_rows = max(1, 2**17 // max(1, d.shape[1]))
+    u_lo, u_hi = -np.log(bounds[1]), -np.log(bounds[0])
+    lo, hi = u_lo, u_hi  # bracket of the root in u
+    u = 0.0
+    status = "max_iter"
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):  # noqa: B007
+        beta = np.exp(u)
+        _, g, h = _temperature_terms(d, dy, beta, sample_weight, chunk_rows)
+        if g == 0.0:
+            status = "converged"
+            break
+        if g < 0:
+            lo = u
+            if u >= u_hi:
+                status = "lower_bound"  # T wants to go below its lower bound
+                break
+        else:
+            hi = u
+            if u <= u_lo:
+                status = "upper_bound"
+                break
+        slope = h * beta
+        u_new = u - g / slope if slope > 0 else np.inf
+        if not lo <= u_new <= hi:
+            # Newton left the bracket: bisect, or try the bound itself first.
+            if hi == u_hi and u_new > hi:
+                u_new = u_hi
+            elif lo == u_lo and u_new < lo:
+                u_new = u_lo
+            else:
+                u_new = 0.5 * (lo + hi)
+        if abs(u_new - u) <= tol:
+            u = u_new
+            status = "converged"
+            break
+        u = u_new
+    return float(np.exp(-u)), n_iter, status
+
+
+class TemperatureCalibrator(BaseCalibrator):
+    """Temperature scaling: divide the logits by one fitted temperature.
+
+    .. math::
+
+        \\hat p(y = k \\mid z) = \\frac{\\exp(z_k / T)}{\\sum_j \\exp(z_j / T)}
+
+    with ``T > 0`` minimising the weighted negative log-likelihood on the
+    calibration data. Native multiclass; dividing by ``T`` never changes the
+    predicted class. Probabilities are turned into log-probabilities first
+    (softmax is invariant to a per-row constant, so ``log p`` is as good as
+    the logits). A binary 1-D score ``s`` becomes the logits ``(0, s)``, so
+    ``P(y = 1) = sigmoid(s / T)``.
+
+    The NLL is convex in ``1/T``: ``T`` is found by Newton's method on
+    ``log(1/T)`` with exact derivatives in float64, safeguarded by a bracket
+    (bisection when a Newton step leaves it), until a step in ``log T`` is
+    below ``tol``. ``T`` is kept in ``[1e-4, 1e4]``: when every calibration
+    sample is predicted correctly the likelihood increases without bound as
+    ``T -> 0``, and ``T`` stops at ``1e-4`` with a warning.
+
+    Parameters
+    ----------
+    estimator : classifier or None, default=None
+        A prefit classifier (wrapper mode) or ``None`` (``X`` holds scores).
+    score_type : {"auto", "logit", "probability"}, default="auto"
+        What raw ``X`` holds.
+    response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
+        Wrapper mode: the method that gives scores.
+    max_iter : int, default=100
+        Newton/bisection iterations.
+    tol : float, default=1e-10
+        Tolerance on the last step in ``log T``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    score_type_ : str
+        What the scores were taken to be.
+    temperature_ : float
+        The fitted temperature (> 0). Above 1: the model was over-confident.
+    n_iter_ : int
+        Iterations used.
+    n_features_in_ : int
+        Number of columns of ``X`` seen at fit (2-D input).
+
+    See Also
+    --------
+    PlattCalibrator : two parameters per class, binary or one-vs-rest.
+    sklearn.calibration.CalibratedClassifierCV : ``method="temperature"``
+        (scikit-learn >= 1.8) minimises the same NLL with Brent's method; it
+        maps a 1-D decision value ``s`` to the logits ``(-s, s)``, so its
+        temperature is half of ours on 1-D binary scores.
+
+    References
+    ----------
+    .. [1] C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger, "On Calibration of
+       Modern Neural Networks", ICML 2017.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib import TemperatureCalibrator
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 2000)
+    >>> logits = rng.normal(size=(2000, 3)) + np.eye(3)[y]  # calibrated logits
+    >>> ts = TemperatureCalibrator().fit(3.0 * logits, y)   # three times too sharp
+    >>> round(ts.temperature_, 1)
+    3.1
+    >>> ts.predict_proba(3.0 * logits[:1]).sum()
+    1.0
+    """
+
+    _parameter_constraints: dict = {
+        **BaseCalibrator._parameter_constraints,
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+    }
+
+    def __init__(
+        self,
+        estimator=None,
+        *,
+        score_type="auto",
+        response_method="auto",
+        max_iter=100,
+        tol=1e-10,
+    ):
+        self.estimator = estimator
+        self.score_type = score_type
+        self.response_method = response_method
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def _fit(self, log_proba, y, sample_weight):
+        temperature, n_iter, status = fit_temperature(
+            log_proba, y, sample_weight, max_iter=self.max_iter, tol=self.tol
+        )
+        if status == "max_iter":
+            warnings.warn(
+                f"Temperature scaling did not converge in max_iter={self.max_iter} "
+                f"iterations (T={temperature:.6g}); increase max_iter or tol.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        elif status in ("lower_bound", "upper_bound"):
+            warnings.warn(
+                f"The likelihood is maximised at the {status.replace('_', ' ')} "
+                f"T={temperature:g}: "
+                + (
+                    "every calibration sample is predicted correctly with a margin."
+                    if status == "lower_bound"
+                    else "the scores carry no information about the labels."
+                ),
+                UserWarning,
+                stacklevel=3,
+            )
+        self.temperature_ = temperature
+        self.n_iter_ = n_iter
+
+    def _predict_proba(self, log_proba):
+        return softmax(log_proba / log_proba.dtype.type(self.temperature_))
