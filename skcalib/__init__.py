@@ -5,7 +5,6 @@ calibrator, and plot it (:mod:`skcalib.plotting`, needs matplotlib). Nothing
 heavy is imported here.
 """
 
-from skcalib._base import BaseCalibrator
 from skcalib.calibration import (
     HistogramBinningCalibrator,
     IsotonicCalibrator,
@@ -16,7 +15,6 @@ from skcalib.calibration import (
 __version__ = "0.1.0.dev0"
 
 __all__ = [
-    "BaseCalibrator",
     "HistogramBinningCalibrator",
     "IsotonicCalibrator",
     "PlattCalibrator",

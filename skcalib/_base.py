@@ -7,6 +7,7 @@ a map on log-probabilities.
 """
 
 from abc import abstractmethod
+
 import numpy as np
 from sklearn.base import (
     BaseEstimator,
@@ -22,10 +23,11 @@ from sklearn.utils.validation import (
     _check_sample_weight,
     check_array,
     check_is_fitted,
+    column_or_1d,
     validate_data,
 )
 
-from skcalib._scores import check_probabilities, looks_like_probabilities, to_log_proba
+from skcalib._scores import Scores, check_probabilities, looks_like_probabilities
 
 __all__ = ["BaseCalibrator"]
 
@@ -62,9 +64,7 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
             None,
         ],
         "score_type": [StrOptions({"auto", "logit", "probability"})],
-        "response_method": [
-            StrOptions({"auto", "decision_function", "predict_proba"})
-        ],
+        "response_method": [StrOptions({"auto", "decision_function", "predict_proba"})],
     }
 
     # ------------------------------------------------------------------ clone
@@ -92,11 +92,13 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
     def _raw_scores(self, X, *, reset):
         """Validated float scores of shape (n,) or (n, k) and their kind."""
         if self.estimator is None:
+            # 1-D scores (binary, positive class) are welcome; validate_data
+            # only records n_features_in_ for 2-D input.
             X = validate_data(
                 self,
                 X,
                 reset=reset,
-                ensure_2d=False,
+                ensure_2d=_ndim(X) != 1,
                 dtype=[np.float64, np.float32],
                 ensure_min_samples=1,
             )
@@ -131,7 +133,9 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         if n_cols == n_classes or (n_classes == 2 and n_cols == 1):
             return
         source = (
-            "X" if self.estimator is None else f"the scores of {type(self.estimator).__name__}"
+            "X"
+            if self.estimator is None
+            else f"the scores of {type(self.estimator).__name__}"
         )
         raise ValueError(
             f"{source} has {n_cols} column(s) but there are {n_classes} classes "
@@ -140,9 +144,8 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
             "the positive class."
         )
 
-    def _log_proba(self, X, *, reset):
-        """Normalised log-probabilities (n, n_classes) of ``X``."""
-        scores, kind = self._raw_scores(X, reset=reset)
+    def _scores(self, scores, kind, *, reset):
+        """Wrap validated raw scores (deciding ``score_type_`` at fit)."""
         n_classes = len(self.classes_)
         self._check_columns(scores, n_classes)
         if reset:
@@ -155,14 +158,19 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
                     "probability" if looks_like_probabilities(scores) else "logit"
                 )
         if self.score_type_ == "probability":
-            check_probabilities(scores, name="X" if self.estimator is None else "scores")
-        return to_log_proba(scores, self.score_type_, n_classes)
+            check_probabilities(
+                scores, name="X" if self.estimator is None else "scores"
+            )
+        return Scores(scores, self.score_type_, n_classes)
 
     # ----------------------------------------------------------------- labels
     def _encode_y(self, y):
-        y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y[:, 0]
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y "
+                "is None."
+            )
+        y = column_or_1d(y, warn=True)
         check_classification_targets(y)
         if self.estimator is None:
             classes, y_enc = np.unique(y, return_inverse=True)
@@ -181,8 +189,8 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
             y_enc = np.array([position[c] for c in present.tolist()])[inverse]
         if np.unique(y_enc).size < 2:
             raise ValueError(
-                f"y has a single class {y.ravel()[0]!r}; calibration needs at least "
-                "two classes."
+                f"y has one class only ({y.ravel()[0]!r}); calibration needs at "
+                "least two classes."
             )
         return classes, y_enc.astype(np.intp, copy=False)
 
@@ -207,19 +215,21 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         self : object
             The fitted calibrator.
         """
+        scores, kind = self._raw_scores(X, reset=True)
         self.classes_, y_enc = self._encode_y(y)
-        log_proba = self._log_proba(X, reset=True)
-        if log_proba.shape[0] != y_enc.shape[0]:
+        if scores.shape[0] != y_enc.shape[0]:
             raise ValueError(
-                f"X gives {log_proba.shape[0]} samples but y has {y_enc.shape[0]}."
+                f"X gives {scores.shape[0]} samples but y has {y_enc.shape[0]}."
             )
         if sample_weight is not None:
             sample_weight = _check_sample_weight(
-                sample_weight, log_proba, dtype=np.float64, ensure_non_negative=True
+                sample_weight, y_enc, dtype=np.float64, ensure_non_negative=True
             )
             if not sample_weight.sum() > 0:
-                raise ValueError("sample_weight sums to 0; nothing to fit.")
-        self._fit(log_proba, y_enc, sample_weight)
+                raise ValueError(
+                    "All sample weights are zero; there is nothing to fit."
+                )
+        self._fit(self._scores(scores, kind, reset=True), y_enc, sample_weight)
         return self
 
     def predict_proba(self, X):
@@ -238,8 +248,9 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
             problems). float32 input gives float32 output.
         """
         check_is_fitted(self)
-        log_proba = self._log_proba(X, reset=False)
-        return self._predict_proba(log_proba)
+        return self._predict_proba(
+            self._scores(*self._raw_scores(X, reset=False), reset=False)
+        )
 
     def transform(self, X):
         """Calibrated probabilities; the same as :meth:`predict_proba`.
@@ -283,7 +294,8 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         y_pred : ndarray of shape (n_samples,)
             Labels from ``classes_``.
         """
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def get_feature_names_out(self, input_features=None):
         """Names of the output columns: ``proba_<class>``.
@@ -305,16 +317,22 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
-        if self.estimator is not None:
+        if getattr(self, "estimator", None) is not None:
             inner = self.estimator.__sklearn_tags__()
             tags.input_tags = inner.input_tags
         return tags
 
     # ------------------------------------------------------------- subclasses
     @abstractmethod
-    def _fit(self, log_proba, y, sample_weight):
-        """Fit on log-probabilities (n, K), encoded labels and weights."""
+    def _fit(self, scores, y, sample_weight):
+        """Fit on :class:`~skcalib._scores.Scores`, encoded labels and weights."""
 
     @abstractmethod
-    def _predict_proba(self, log_proba):
-        """Calibrated probabilities (n, K) from log-probabilities."""
+    def _predict_proba(self, scores):
+        """Calibrated probabilities (n, K) from :class:`~skcalib._scores.Scores`."""
+
+
+def _ndim(X):
+    """Dimension of an array-like without calling numpy's array functions on it."""
+    ndim = getattr(X, "ndim", None)
+    return ndim if ndim is not None else np.asarray(X).ndim

@@ -52,11 +52,12 @@ def check_probabilities(proba, name="y_proba"):
         return
     lo, hi = proba.min(), proba.max()
     if lo < 0 or hi > 1:
-        bad = np.flatnonzero(((proba < 0) | (proba > 1)).reshape(proba.shape[0], -1)
-                             .any(axis=1))[0]
+        bad = np.flatnonzero(
+            ((proba < 0) | (proba > 1)).reshape(proba.shape[0], -1).any(axis=1)
+        )[0]
         raise ValueError(
             f"{name} must hold probabilities in [0, 1]; row {bad} has "
-            f"{proba[bad]!r}."
+            f"{proba[bad].tolist()}."
         )
     if proba.ndim == 2 and proba.shape[1] > 1:
         row_sums = proba.sum(axis=1, dtype=np.float64)
@@ -66,8 +67,8 @@ def check_probabilities(proba, name="y_proba"):
             raise ValueError(
                 f"{name} rows must sum to 1 (tolerance "
                 f"{sum_tolerance(proba.dtype):.1e} for {proba.dtype}); row {bad} "
-                f"sums to {row_sums[bad]!r}. Pass logits with score_type='logit' "
-                "or normalise the rows."
+                f"sums to {float(row_sums[bad]):.6g}. Pass logits with "
+                "score_type='logit' or normalise the rows."
             )
 
 
@@ -140,3 +141,48 @@ def log_odds(log_proba):
     others[rows, top] = -np.inf
     log_rest[rows, top] = logsumexp(others, axis=1)
     return log_proba - log_rest
+
+
+class Scores:
+    """Validated raw scores and what calibrators derive from them.
+
+    ``log_proba`` (normalised log-probabilities, shape ``(n, n_classes)``) and
+    ``proba`` are computed on first use. For probability scores ``proba`` is
+    the input itself (a 1-D positive-class probability ``p`` becomes
+    ``[1 - p, p]``), not ``exp(log(p))``, so values that sit exactly on a bin
+    edge stay there.
+    """
+
+    def __init__(self, raw, score_type, n_classes):
+        if raw.ndim == 2 and raw.shape[1] == 1:
+            raw = raw[:, 0]
+        self.raw = raw
+        self.score_type = score_type
+        self.n_classes = n_classes
+        self._log_proba = None
+        self._proba = None
+
+    @property
+    def n_samples(self):
+        return self.raw.shape[0]
+
+    @property
+    def dtype(self):
+        return self.raw.dtype
+
+    @property
+    def log_proba(self):
+        if self._log_proba is None:
+            self._log_proba = to_log_proba(self.raw, self.score_type, self.n_classes)
+        return self._log_proba
+
+    @property
+    def proba(self):
+        if self._proba is None:
+            if self.score_type != "probability":
+                self._proba = np.exp(self.log_proba)
+            elif self.raw.ndim == 1:
+                self._proba = np.column_stack((1 - self.raw, self.raw))
+            else:
+                self._proba = self.raw
+        return self._proba

@@ -48,14 +48,15 @@ class _BinaryMapCalibrator(BaseCalibrator):
     }
     _map_input = "log_odds"
 
-    def _map_scores(self, log_proba):
+    def _map_scores(self, scores):
         if self._map_input == "proba":
-            return np.exp(log_proba, dtype=np.float64)
-        return log_odds(log_proba.astype(np.float64, copy=False))
+            return scores.proba
+        return log_odds(scores.log_proba.astype(np.float64, copy=False))
 
-    def _fit(self, log_proba, y, sample_weight):
-        n_classes = log_proba.shape[1]
-        scores = self._map_scores(log_proba)
+    def _fit(self, scores, y, sample_weight):
+        n_classes = scores.n_classes
+        log_proba = scores.log_proba
+        scores = self._map_scores(scores)
         w = sample_weight
         maps = []
         if n_classes == 2 and self.multi_class == "ovr":
@@ -88,10 +89,11 @@ class _BinaryMapCalibrator(BaseCalibrator):
     def _apply(self, fitted, score):
         return np.clip(self._apply_map(fitted, score), OUTPUT_EPS, 1.0 - OUTPUT_EPS)
 
-    def _predict_proba(self, log_proba):
-        dtype = log_proba.dtype
+    def _predict_proba(self, scores):
+        dtype = scores.dtype
+        log_proba = scores.log_proba
         n, n_classes = log_proba.shape
-        scores = self._map_scores(log_proba)
+        scores = self._map_scores(scores)
         if n_classes == 2 and self.multi_class == "ovr":
             p1 = self._apply(self.calibrators_[0], scores[:, 1])
             return np.column_stack((1.0 - p1, p1)).astype(dtype, copy=False)
@@ -116,7 +118,9 @@ class _BinaryMapCalibrator(BaseCalibrator):
                 calibrated[mask] = self._apply(fitted, conf[mask])
         proba[rows, top] = 0.0
         rest = proba.sum(axis=1)
-        scale = np.where(rest > 0, (1.0 - calibrated) / np.where(rest > 0, rest, 1.0), 0.0)
+        scale = np.where(
+            rest > 0, (1.0 - calibrated) / np.where(rest > 0, rest, 1.0), 0.0
+        )
         proba *= scale[:, None]
         even = rest <= 0
         if even.any():

@@ -1,6 +1,5 @@
 """Isotonic regression calibration, on top of scikit-learn's IsotonicRegression."""
 
-import numpy as np
 from sklearn.isotonic import IsotonicRegression
 
 from skcalib.calibration._binary import _BinaryMapCalibrator

@@ -208,7 +208,9 @@ class PlattCalibrator(_BinaryMapCalibrator):
 
     def _set_fitted_views(self):
         maps = [m for m in self.calibrators_ if m is not None]
-        self.coef_ = np.array([m[0] if m is not None else 1.0 for m in self.calibrators_])
+        self.coef_ = np.array(
+            [m[0] if m is not None else 1.0 for m in self.calibrators_]
+        )
         self.intercept_ = np.array(
             [m[1] if m is not None else 0.0 for m in self.calibrators_]
         )
@@ -254,8 +256,9 @@ def _temperature_terms(d, dy, beta, w, chunk_rows):
     return loss, grad, hess
 
 
-def fit_temperature(log_proba, y, sample_weight=None, *, max_iter=100, tol=1e-10,
-                    bounds=(1e-4, 1e4)):
+def fit_temperature(
+    log_proba, y, sample_weight=None, *, max_iter=100, tol=1e-10, bounds=(1e-4, 1e4)
+):
     """Maximum-likelihood temperature by safeguarded Newton on ``log(1/T)``.
 
     The NLL is convex in ``beta = 1/T``; its derivative is increasing in
@@ -279,10 +282,17 @@ def fit_temperature(log_proba, y, sample_weight=None, *, max_iter=100, tol=1e-10
     u = 0.0
     status = "max_iter"
     n_iter = 0
+    active = dy if sample_weight is None else dy[sample_weight > 0]
+    if np.all(active == 0):
+        # Every sample's true class has the top score: the NLL decreases in
+        # beta without bound, the infimum is at T -> 0.
+        return float(bounds[0]), 0, "lower_bound"
+    total_weight = float(n if sample_weight is None else sample_weight.sum())
     for n_iter in range(1, max_iter + 1):  # noqa: B007
         beta = np.exp(u)
         _, g, h = _temperature_terms(d, dy, beta, sample_weight, chunk_rows)
-        if g == 0.0:
+        if abs(g * beta) <= 1e-15 * total_weight:
+            # derivative in u vanishes to machine precision
             status = "converged"
             break
         if g < 0:
@@ -383,7 +393,7 @@ class TemperatureCalibrator(BaseCalibrator):
     >>> ts = TemperatureCalibrator().fit(3.0 * logits, y)   # three times too sharp
     >>> round(ts.temperature_, 1)
     3.1
-    >>> ts.predict_proba(3.0 * logits[:1]).sum()
+    >>> float(ts.predict_proba(3.0 * logits[:1]).sum())
     1.0
     """
 
@@ -408,9 +418,9 @@ class TemperatureCalibrator(BaseCalibrator):
         self.max_iter = max_iter
         self.tol = tol
 
-    def _fit(self, log_proba, y, sample_weight):
+    def _fit(self, scores, y, sample_weight):
         temperature, n_iter, status = fit_temperature(
-            log_proba, y, sample_weight, max_iter=self.max_iter, tol=self.tol
+            scores.log_proba, y, sample_weight, max_iter=self.max_iter, tol=self.tol
         )
         if status == "max_iter":
             warnings.warn(
@@ -434,5 +444,6 @@ class TemperatureCalibrator(BaseCalibrator):
         self.temperature_ = temperature
         self.n_iter_ = n_iter
 
-    def _predict_proba(self, log_proba):
+    def _predict_proba(self, scores):
+        log_proba = scores.log_proba
         return softmax(log_proba / log_proba.dtype.type(self.temperature_))

@@ -28,13 +28,15 @@ __all__ = []  # private module: nothing public here
 
 
 def _weighted_quantiles(scores, quantiles, sample_weight=None):
-    """Quantiles of ``scores`` (linear interpolation, as ``np.quantile``).
+    """Quantiles of ``scores`` by the inverted empirical CDF.
 
-    With weights, the quantile ``q`` is the smallest score whose cumulative
-    weight (normalised) reaches ``q``; this gives equal-mass bins by weight.
+    The quantile ``q`` is the smallest score whose cumulative (normalised)
+    weight reaches ``q`` (``np.quantile(method="inverted_cdf")`` without
+    weights). Edges are therefore data values, and a weight of 2 gives the
+    same edges as a duplicated row.
     """
     if sample_weight is None:
-        return np.quantile(scores, quantiles)
+        return np.quantile(scores, quantiles, method="inverted_cdf")
     order = np.argsort(scores, kind="stable")
     s = scores[order]
     w = np.asarray(sample_weight, dtype=np.float64)[order]
@@ -58,9 +60,10 @@ def bin_edges(scores, n_bins, strategy="uniform", sample_weight=None):
     strategy : {"uniform", "quantile"}
         ``"uniform"``: equal-width bins. ``"quantile"``: equal-mass bins whose
         interior edges are quantiles of ``scores`` (weighted by
-        ``sample_weight``); edges that coincide because scores tie are merged,
-        so fewer than ``n_bins`` bins may be returned (one when every score
-        is equal).
+        ``sample_weight``, inverted empirical CDF, so edges are data values);
+        edges that coincide because scores tie are merged and an edge at the
+        largest score is dropped, so fewer than ``n_bins`` bins may be
+        returned (one when every score is equal), none of them empty.
     sample_weight : ndarray of shape (n_samples,), default=None
         Weights for the quantiles.
 
@@ -72,9 +75,7 @@ def bin_edges(scores, n_bins, strategy="uniform", sample_weight=None):
     if strategy == "uniform":
         return np.linspace(0.0, 1.0, n_bins + 1)
     if strategy != "quantile":
-        raise ValueError(
-            f"strategy must be 'uniform' or 'quantile', got {strategy!r}."
-        )
+        raise ValueError(f"strategy must be 'uniform' or 'quantile', got {strategy!r}.")
     scores = np.asarray(scores).ravel()
     if scores.size == 0:
         return np.array([0.0, 1.0])
@@ -82,8 +83,10 @@ def bin_edges(scores, n_bins, strategy="uniform", sample_weight=None):
         scores, np.linspace(0.0, 1.0, n_bins + 1)[1:-1], sample_weight
     )
     interior = np.clip(interior, 0.0, 1.0)
-    # 0 and 1 are already the outer edges: an interior edge there is a tie.
-    interior = interior[(interior > 0.0) & (interior < 1.0)]
+    # 0 and 1 are already the outer edges, and an edge at the largest score
+    # would only open an empty top bin: every equal-mass bin holds data.
+    top = min(1.0, float(scores.max()))
+    interior = interior[(interior > 0.0) & (interior < top)]
     return np.concatenate(([0.0], np.unique(interior), [1.0]))
 
 

@@ -1,0 +1,339 @@
+"""The shared base: modes, score types, equivalences, sklearn integration, errors."""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, cross_validate
+from sklearn.naive_bayes import GaussianNB
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils._param_validation import InvalidParameterError
+
+from skcalib import (
+    HistogramBinningCalibrator,
+    IsotonicCalibrator,
+    PlattCalibrator,
+    TemperatureCalibrator,
+)
+
+CALIBRATORS = [
+    PlattCalibrator,
+    TemperatureCalibrator,
+    HistogramBinningCalibrator,
+    IsotonicCalibrator,
+]
+ALL = pytest.mark.parametrize("cls", CALIBRATORS, ids=lambda c: c.__name__)
+
+
+def _binary_logits(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    s = 3.0 * (2 * y - 1) + rng.normal(scale=3.0, size=n)
+    return s, y
+
+
+def _multiclass_logits(n=900, k=3, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    return 2.5 * (rng.normal(size=(n, k)) + np.eye(k)[y]), y
+
+
+def _split_data(seed=0):
+    X, y = make_classification(
+        n_samples=1200, n_features=8, n_informative=5, n_classes=3, random_state=seed
+    )
+    return X[:400], y[:400], X[400:], y[400:]
+
+
+class CountingGaussianNB(GaussianNB):
+    n_fit_calls = 0
+
+    def fit(self, X, y, sample_weight=None):
+        type(self).n_fit_calls += 1
+        return super().fit(X, y, sample_weight=sample_weight)
+
+
+# ------------------------------------------------------------- score types
+def test_auto_rule():
+    s, y = _binary_logits()
+    assert PlattCalibrator().fit(s, y).score_type_ == "logit"
+    p = 1 / (1 + np.exp(-s))
+    assert PlattCalibrator().fit(p, y).score_type_ == "probability"
+    z, yk = _multiclass_logits()
+    assert TemperatureCalibrator().fit(z, yk).score_type_ == "logit"
+    probs = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    assert TemperatureCalibrator().fit(probs, yk).score_type_ == "probability"
+    # values in [0, 1] whose rows do not sum to 1 are logits
+    assert TemperatureCalibrator().fit(probs * 0.9, yk).score_type_ == "logit"
+    # float32 softmax rows within sqrt(eps) of 1 are probabilities
+    p32 = probs.astype(np.float32)
+    assert TemperatureCalibrator().fit(p32, yk).score_type_ == "probability"
+
+
+def test_score_type_is_decided_at_fit_only():
+    s, y = _binary_logits()
+    cal = PlattCalibrator().fit(s, y)
+    # test logits that happen to lie in [0, 1] are still logits
+    np.testing.assert_allclose(
+        cal.predict_proba(np.array([0.2, 0.7]))[:, 1],
+        1 / (1 + np.exp(-(cal.coef_[0] * np.array([0.2, 0.7]) + cal.intercept_[0]))),
+    )
+
+
+@ALL
+def test_logits_and_probabilities_give_the_same_calibration(cls):
+    z, y = _multiclass_logits()
+    probs = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    a = cls().fit(z, y).predict_proba(z)
+    b = cls().fit(probs, y).predict_proba(probs)
+    np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+# -------------------------------------------------------------- equivalences
+def _data_for(cls):
+    return (
+        _multiclass_logits(300)
+        if cls is not HistogramBinningCalibrator
+        else (_binary_logits(300))
+    )
+
+
+@ALL
+def test_weight_two_equals_duplicated_row_and_zero_equals_dropped(cls):
+    X, y = _data_for(cls)
+    rng = np.random.default_rng(1)
+    w = rng.integers(0, 3, y.size).astype(float)
+    w[:2] = [1, 2]
+    weighted = cls().fit(X, y, sample_weight=w)
+    repeated = cls().fit(
+        np.repeat(X, w.astype(int), axis=0), np.repeat(y, w.astype(int))
+    )
+    grid = X[:50]
+    np.testing.assert_allclose(
+        weighted.predict_proba(grid), repeated.predict_proba(grid), rtol=1e-6, atol=1e-9
+    )
+
+
+@ALL
+def test_row_permutation_invariance(cls):
+    X, y = _data_for(cls)
+    perm = np.random.default_rng(2).permutation(y.size)
+    a = cls().fit(X, y).predict_proba(X)
+    b = cls().fit(X[perm], y[perm]).predict_proba(X)
+    np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+@ALL
+def test_binary_1d_equals_2d_scores(cls):
+    s, y = _binary_logits()
+    two = np.column_stack([np.zeros_like(s), s])  # logits (0, s): log-odds s
+    a = cls().fit(s, y).predict_proba(s)
+    b = cls().fit(two, y).predict_proba(two)
+    c = cls().fit(s[:, None], y).predict_proba(s[:, None])
+    np.testing.assert_allclose(a, b, atol=1e-9)
+    np.testing.assert_allclose(a, c, atol=0)
+    p = 1 / (1 + np.exp(-s))
+    d = cls().fit(p, y).predict_proba(p)
+    e = (
+        cls()
+        .fit(np.column_stack([1 - p, p]), y)
+        .predict_proba(np.column_stack([1 - p, p]))
+    )
+    np.testing.assert_allclose(d, e, atol=1e-9)
+
+
+@ALL
+def test_float32_input_gives_float32_output_close_to_float64(cls):
+    X, y = _data_for(cls)
+    a = cls().fit(X, y).predict_proba(X)
+    b = cls().fit(X.astype(np.float32), y).predict_proba(X.astype(np.float32))
+    assert b.dtype == np.float32 and a.dtype == np.float64
+    # binning can move a float32 score across an edge; compare most rows
+    close = np.isclose(a, b, atol=1e-4).all(axis=1)
+    assert close.mean() > 0.98
+
+
+@ALL
+def test_extreme_logits_give_valid_probabilities(cls):
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 200)
+    X = rng.choice([-1e4, 0.0, 1e4], size=(200, 3))
+    p = cls().fit(X, y).predict_proba(X)
+    assert np.isfinite(p).all() and (p >= 0).all()
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+
+
+@ALL
+def test_constant_scores_give_valid_probabilities(cls):
+    y = np.arange(60) % 3
+    p = cls().fit(np.zeros((60, 3)), y).predict_proba(np.zeros((5, 3)))
+    assert np.isfinite(p).all()
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+
+
+@ALL
+def test_string_labels_and_predict(cls):
+    X, y = _multiclass_logits()
+    names = np.array(["cat", "dog", "eel"])[y]
+    cal = cls().fit(X, names)
+    np.testing.assert_array_equal(cal.classes_, ["cat", "dog", "eel"])
+    pred = cal.predict(X)
+    assert set(pred) <= {"cat", "dog", "eel"}
+    assert cal.score(X, names) == np.mean(pred == names)
+
+
+# ---------------------------------------------------------------- wrapper mode
+@ALL
+def test_wrapper_mode_never_refits_and_uses_estimator_classes(cls):
+    X_fit, y_fit, X_cal, y_cal = _split_data()
+    CountingGaussianNB.n_fit_calls = 0
+    clf = CountingGaussianNB().fit(X_fit, y_fit)
+    assert CountingGaussianNB.n_fit_calls == 1
+    cal = cls(estimator=clf).fit(X_cal, y_cal)
+    cal.predict_proba(X_cal)
+    clone(cal).fit(X_cal, y_cal)
+    GridSearchCV(cls(estimator=clf), {"score_type": ["auto", "probability"]}, cv=3).fit(
+        X_cal, y_cal
+    )
+    cross_validate(cls(estimator=clf), X_cal, y_cal, cv=3, scoring="neg_log_loss")
+    assert CountingGaussianNB.n_fit_calls == 1
+    np.testing.assert_array_equal(cal.classes_, clf.classes_)
+    assert cal.score_type_ == "probability"  # GaussianNB has no decision_function
+    assert cal.n_features_in_ == 8
+
+
+@ALL
+def test_wrapper_equals_raw_scores(cls):
+    X_fit, y_fit, X_cal, y_cal = _split_data()
+    clf = LogisticRegression(max_iter=1000).fit(X_fit, y_fit)
+    wrapped = cls(estimator=clf).fit(X_cal, y_cal)
+    assert wrapped.score_type_ == "logit"
+    raw = cls().fit(clf.decision_function(X_cal), y_cal)
+    np.testing.assert_allclose(
+        wrapped.predict_proba(X_cal), raw.predict_proba(clf.decision_function(X_cal))
+    )
+    via_proba = cls(estimator=clf, response_method="predict_proba").fit(X_cal, y_cal)
+    assert via_proba.score_type_ == "probability"
+
+
+def test_wrapper_rejects_labels_the_estimator_does_not_know():
+    X_fit, y_fit, X_cal, y_cal = _split_data()
+    clf = GaussianNB().fit(X_fit, y_fit)
+    y_bad = y_cal.copy()
+    y_bad[3] = 7
+    with pytest.raises(ValueError, match=r"labels \[7\].*classes_ are \[0, 1, 2\]"):
+        PlattCalibrator(estimator=clf).fit(X_cal, y_bad)
+
+
+def test_wrapper_unfitted_estimator_and_missing_method():
+    from sklearn.exceptions import NotFittedError
+
+    X_fit, y_fit, X_cal, y_cal = _split_data()
+    with pytest.raises(NotFittedError):
+        PlattCalibrator(estimator=GaussianNB()).fit(X_cal, y_cal)
+    clf = GaussianNB().fit(X_fit, y_fit)
+    with pytest.raises(ValueError, match="has no method 'decision_function'"):
+        PlattCalibrator(estimator=clf, response_method="decision_function").fit(
+            X_cal, y_cal
+        )
+
+
+def test_grid_search_over_n_bins_in_wrapper_mode():
+    X_fit, y_fit, X_cal, y_cal = _split_data()
+    clf = GaussianNB().fit(X_fit, y_fit)
+    search = GridSearchCV(
+        HistogramBinningCalibrator(estimator=clf),
+        {"n_bins": [5, 10, 20], "strategy": ["uniform", "quantile"]},
+        scoring="neg_log_loss",
+        cv=3,
+    ).fit(X_cal, y_cal)
+    assert search.best_params_["n_bins"] in (5, 10, 20)
+    assert search.best_estimator_.estimator is clf
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+
+
+def test_pipeline_and_pickle_and_set_output():
+    z, y = _multiclass_logits()
+    pipe = make_pipeline(
+        FunctionTransformer(lambda a: 2.0 * a), TemperatureCalibrator()
+    )
+    pipe.fit(z, y)
+    assert pipe.named_steps["temperaturecalibrator"].temperature_ > 1
+    cal = PlattCalibrator().fit(z, y)
+    again = pickle.loads(pickle.dumps(cal))
+    np.testing.assert_array_equal(again.predict_proba(z), cal.predict_proba(z))
+    pd = pytest.importorskip("pandas")
+    out = TemperatureCalibrator().set_output(transform="pandas").fit(z, y).transform(z)
+    assert isinstance(out, pd.DataFrame)
+    assert list(out.columns) == ["proba_0", "proba_1", "proba_2"]
+
+
+def test_clone_keeps_the_prefit_estimator_and_params_round_trip():
+    X_fit, y_fit, X_cal, y_cal = _split_data()
+    clf = GaussianNB().fit(X_fit, y_fit)
+    cal = HistogramBinningCalibrator(estimator=clf, n_bins=7)
+    twin = clone(cal)
+    assert twin.estimator is clf and twin.n_bins == 7
+    assert twin.get_params(deep=False) == cal.get_params(deep=False)
+    twin.set_params(n_bins=3)
+    assert twin.n_bins == 3 and cal.n_bins == 7
+
+
+# ------------------------------------------------------------------ bad input
+@ALL
+@pytest.mark.parametrize(
+    "X, y, match",
+    [
+        (np.array([[0.1, np.nan], [0.3, 0.7]]), [0, 1], "NaN"),
+        (np.array([[0.1, np.inf], [0.3, 0.7]]), [0, 1], "infinity"),
+        (np.zeros((4, 3)), [0, 1, 0, 1], r"3 column\(s\) but there are 2 classes"),
+        (np.zeros((4, 2, 2)), [0, 1, 0, 1], "dim"),
+        (np.array([0.2, 0.4, 0.6]), [1, 1, 1], "one class"),
+        (np.zeros((0, 2)), [], "0 sample"),
+        (np.array([0.2, 0.4, 0.6]), [0, 1], "samples"),
+    ],
+)
+def test_bad_input_errors(cls, X, y, match):
+    with pytest.raises(ValueError, match=match):
+        cls().fit(X, np.asarray(y))
+
+
+@ALL
+def test_bad_probabilities_and_weights(cls):
+    p = np.array([[0.2, 0.7], [0.5, 0.5], [0.9, 0.1]])
+    y = np.array([0, 1, 0])
+    with pytest.raises(ValueError, match="row 0 sums to 0.9"):
+        cls(score_type="probability").fit(p, y)
+    with pytest.raises(ValueError, match=r"\[0, 1\]; row 1"):
+        cls(score_type="probability").fit(np.array([0.2, 1.5, 0.1]), y)
+    good = np.array([[0.2, 0.8], [0.5, 0.5], [0.9, 0.1]])
+    with pytest.raises(ValueError, match="(?i)negative"):
+        cls().fit(good, y, sample_weight=[1, -1, 1])
+    with pytest.raises(ValueError, match=r"sample_weight.shape == \(2,\)"):
+        cls().fit(good, y, sample_weight=[1, 1])
+    with pytest.raises(ValueError, match="(?i)zero"):
+        cls().fit(good, y, sample_weight=[0, 0, 0])
+    fitted = cls().fit(good, y)
+    with pytest.raises(ValueError, match="X has 3 features.* expecting 2"):
+        fitted.predict_proba(np.ones((2, 3)) / 3)
+
+
+@ALL
+def test_invalid_parameters(cls):
+    with pytest.raises(InvalidParameterError, match="score_type"):
+        cls(score_type="odds").fit(np.array([0.2, 0.8]), [0, 1])
+
+
+def test_method_specific_invalid_parameters():
+    with pytest.raises(InvalidParameterError, match="n_bins"):
+        HistogramBinningCalibrator(n_bins=0).fit(np.array([0.2, 0.8]), [0, 1])
+    with pytest.raises(InvalidParameterError, match="strategy"):
+        HistogramBinningCalibrator(strategy="kmeans").fit(np.array([0.2, 0.8]), [0, 1])
+    with pytest.raises(InvalidParameterError, match="multi_class"):
+        PlattCalibrator(multi_class="multinomial").fit(np.array([0.2, 0.8]), [0, 1])
+    with pytest.raises(InvalidParameterError, match="max_iter"):
+        TemperatureCalibrator(max_iter=0).fit(np.array([0.2, 0.8]), [0, 1])
