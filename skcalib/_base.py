@@ -171,9 +171,10 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
                 "is None."
             )
         y = column_or_1d(y, warn=True)
-        check_classification_targets(y)
+        if y.dtype.kind not in "iub":  # integer labels are always valid classes
+            check_classification_targets(y)
         if self.estimator is None:
-            classes, y_enc = np.unique(y, return_inverse=True)
+            classes, y_enc = _unique_inverse(y)
         else:
             classes = np.asarray(self.estimator.classes_)
             if classes.ndim != 1:
@@ -336,3 +337,21 @@ def _ndim(X):
     """Dimension of an array-like without calling numpy's array functions on it."""
     ndim = getattr(X, "ndim", None)
     return ndim if ndim is not None else np.asarray(X).ndim
+
+
+def _unique_inverse(y):
+    """``np.unique(y, return_inverse=True)``, in O(n) for small non-negative ints."""
+    if (
+        y.dtype.kind in "iu"
+        and y.size
+        and 0 <= y.min()
+        and y.max() <= 4 * y.size + 1024
+    ):
+        counts = np.bincount(y)
+        classes = np.flatnonzero(counts)
+        if classes.size == counts.size:  # labels 0..K-1: already encoded
+            return classes.astype(y.dtype), y.astype(np.intp, copy=False)
+        lookup = np.zeros(counts.size, dtype=np.intp)
+        lookup[classes] = np.arange(classes.size)
+        return classes.astype(y.dtype), lookup[y]
+    return np.unique(y, return_inverse=True)

@@ -4,7 +4,7 @@ The only softmax / log-softmax / probability check of the package lives here.
 """
 
 import numpy as np
-from scipy.special import log_expit, logsumexp
+from scipy.special import expit, log_expit
 
 __all__ = []  # private module
 
@@ -72,9 +72,21 @@ def check_probabilities(proba, name="y_proba"):
             )
 
 
+def centre_rows(z):
+    """``z`` minus its row maxima (a new array; every row's maximum becomes 0)."""
+    return z - z.max(axis=1, keepdims=True)
+
+
 def log_softmax(z):
-    """Row-wise log-softmax in the dtype of ``z`` (float32 stays float32)."""
-    return z - logsumexp(z, axis=1, keepdims=True).astype(z.dtype, copy=False)
+    """Row-wise log-softmax in the dtype of ``z`` (float32 stays float32).
+
+    Two passes over ``z`` plus one ``exp``; no ``n x K`` float64 copy of
+    float32 input.
+    """
+    out = centre_rows(z)
+    lse = np.log(np.exp(out).sum(axis=1, keepdims=True))
+    out -= lse.astype(out.dtype, copy=False)
+    return out
 
 
 def softmax(z):
@@ -139,7 +151,8 @@ def log_odds(log_proba):
     top = np.argmax(log_proba, axis=1)
     others = log_proba.copy()
     others[rows, top] = -np.inf
-    log_rest[rows, top] = logsumexp(others, axis=1)
+    m = others.max(axis=1)
+    log_rest[rows, top] = m + np.log(np.exp(others - m[:, None]).sum(axis=1))
     return log_proba - log_rest
 
 
@@ -175,6 +188,52 @@ class Scores:
         if self._log_proba is None:
             self._log_proba = to_log_proba(self.raw, self.score_type, self.n_classes)
         return self._log_proba
+
+    @property
+    def logits(self):
+        """Log-probabilities up to a per-row constant, as cheaply as possible.
+
+        Enough for anything invariant to adding a constant to a row of logits
+        (temperature, vector and matrix scaling): 2-D logits are returned as
+        given (no copy), 2-D probabilities as ``log(max(p, PROBA_FLOOR))``.
+        """
+        if self._log_proba is not None or self.raw.ndim == 1:
+            return self.log_proba
+        if self.score_type == "logit":
+            return self.raw
+        return np.log(np.maximum(self.raw, self.raw.dtype.type(PROBA_FLOOR)))
+
+    @property
+    def positive_log_odds(self):
+        """Binary problems: float64 log-odds of the positive class, shape (n,).
+
+        Read straight from the raw scores (no ``(n, 2)`` log-probabilities):
+        a 1-D logit as given, ``z1 - z0`` for two logits, ``log p1 - log p0``
+        for probabilities (each floored at :data:`PROBA_FLOOR`), equal to
+        ``log_proba[:, 1] - log_proba[:, 0]``.
+        """
+        raw = self.raw
+        if self._log_proba is not None:
+            return self._log_proba[:, 1] - self._log_proba[:, 0].astype(np.float64)
+        if self.score_type == "logit":
+            if raw.ndim == 1:
+                return raw.astype(np.float64, copy=False)
+            return raw[:, 1].astype(np.float64) - raw[:, 0]
+        if raw.ndim == 1:
+            p1 = raw.astype(np.float64)
+            p0 = 1.0 - p1
+        else:
+            p0, p1 = raw[:, 0].astype(np.float64), raw[:, 1].astype(np.float64)
+        return np.log(np.maximum(p1, PROBA_FLOOR)) - np.log(np.maximum(p0, PROBA_FLOOR))
+
+    @property
+    def positive_proba(self):
+        """Binary problems: probability of the positive class, shape (n,).
+
+        For probability scores it is the input itself (dtype kept)."""
+        if self.score_type == "probability":
+            return self.raw if self.raw.ndim == 1 else self.raw[:, 1]
+        return expit(self.positive_log_odds)
 
     @property
     def proba(self):

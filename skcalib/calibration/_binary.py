@@ -53,15 +53,26 @@ class _BinaryMapCalibrator(BaseCalibrator):
             return scores.proba
         return log_odds(scores.log_proba.astype(np.float64, copy=False))
 
+    def _binary_scores(self, scores):
+        if self._map_input == "proba":
+            return scores.positive_proba
+        return scores.positive_log_odds
+
     def _fit(self, scores, y, sample_weight):
         n_classes = scores.n_classes
-        log_proba = scores.log_proba
-        scores = self._map_scores(scores)
         w = sample_weight
         maps = []
         if n_classes == 2 and self.multi_class == "ovr":
-            maps.append(self._fit_map(scores[:, 1], (y == 1).astype(np.float64), w))
-        elif self.multi_class == "ovr":
+            self.calibrators_ = [
+                self._fit_map(
+                    self._binary_scores(scores), (y == 1).astype(np.float64), w
+                )
+            ]
+            self._set_fitted_views()
+            return
+        log_proba = scores.log_proba
+        scores = self._map_scores(scores)
+        if self.multi_class == "ovr":
             for k in range(n_classes):
                 maps.append(self._fit_map(scores[:, k], (y == k).astype(np.float64), w))
         else:
@@ -86,17 +97,27 @@ class _BinaryMapCalibrator(BaseCalibrator):
     def _set_fitted_views(self):
         """Hook for subclasses to expose ``coef_``, ``bin_edges_``, ..."""
 
+    #: Subclasses whose ``_apply_map`` already returns values in
+    #: ``[OUTPUT_EPS, 1 - OUTPUT_EPS]`` set this to skip the per-sample clip.
+    _map_output_clipped = False
+
     def _apply(self, fitted, score):
-        return np.clip(self._apply_map(fitted, score), OUTPUT_EPS, 1.0 - OUTPUT_EPS)
+        out = np.asarray(self._apply_map(fitted, score), dtype=np.float64)
+        if self._map_output_clipped:
+            return out
+        return np.clip(out, OUTPUT_EPS, 1.0 - OUTPUT_EPS, out=out)
 
     def _predict_proba(self, scores):
         dtype = scores.dtype
-        log_proba = scores.log_proba
-        n, n_classes = log_proba.shape
-        scores = self._map_scores(scores)
+        n, n_classes = scores.n_samples, scores.n_classes
         if n_classes == 2 and self.multi_class == "ovr":
-            p1 = self._apply(self.calibrators_[0], scores[:, 1])
-            return np.column_stack((1.0 - p1, p1)).astype(dtype, copy=False)
+            p1 = self._apply(self.calibrators_[0], self._binary_scores(scores))
+            proba = np.empty((n, 2), dtype=dtype)
+            np.subtract(1.0, p1, out=proba[:, 0], casting="unsafe")
+            proba[:, 1] = p1
+            return proba
+        log_proba = scores.log_proba
+        scores = self._map_scores(scores)
         if self.multi_class == "ovr":
             proba = np.empty((n, n_classes), dtype=np.float64)
             for k, fitted in enumerate(self.calibrators_):

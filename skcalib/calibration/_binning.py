@@ -5,7 +5,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from skcalib.calibration._binary import _BinaryMapCalibrator
+from skcalib.calibration._binary import OUTPUT_EPS, _BinaryMapCalibrator
 from skcalib.metrics._binning import assign_bins, bin_edges, bin_sums
 
 __all__ = ["HistogramBinningCalibrator"]
@@ -66,7 +66,8 @@ class HistogramBinningCalibrator(_BinaryMapCalibrator):
     bin_edges_ : list of ndarray
         The edges of each map.
     bin_proba_ : list of ndarray
-        The calibrated probability of each bin of each map.
+        The calibrated probability of each bin of each map (in
+        ``[1e-12, 1 - 1e-12]``).
     bin_counts_ : list of ndarray
         The weighted number of calibration samples in each bin of each map.
     n_features_in_ : int
@@ -92,7 +93,7 @@ class HistogramBinningCalibrator(_BinaryMapCalibrator):
     >>> y = np.array([0, 0, 0, 1, 1, 1])
     >>> cal = HistogramBinningCalibrator(n_bins=2).fit(p, y)
     >>> cal.bin_proba_[0]
-    array([0. , 0.75])
+    array([1.00e-12, 7.50e-01])
     >>> cal.predict_proba([0.3, 0.95])[:, 1]
     array([1.00e-12, 7.50e-01])
     """
@@ -104,6 +105,7 @@ class HistogramBinningCalibrator(_BinaryMapCalibrator):
         "smoothing": [Interval(Real, 0, None, closed="left")],
     }
     _map_input = "proba"
+    _map_output_clipped = True
 
     def __init__(
         self,
@@ -128,15 +130,21 @@ class HistogramBinningCalibrator(_BinaryMapCalibrator):
         edges = bin_edges(score, self.n_bins, self.strategy, sample_weight)
         n = edges.size - 1
         ids = assign_bins(score, edges)
-        counts, sum_y, sum_p = bin_sums(ids, n, sample_weight, target, score)
-        midpoints = 0.5 * (edges[:-1] + edges[1:])
-        filled = counts > 0
-        prior = np.where(filled, sum_p / np.where(filled, counts, 1.0), midpoints)
         m = float(self.smoothing)
+        midpoints = 0.5 * (edges[:-1] + edges[1:])
+        if m > 0:
+            counts, sum_y, sum_p = bin_sums(ids, n, sample_weight, target, score)
+            filled = counts > 0
+            prior = np.where(filled, sum_p / np.where(filled, counts, 1.0), midpoints)
+        else:  # the prior only fills empty bins: no need to sum the scores
+            counts, sum_y = bin_sums(ids, n, sample_weight, target)
+            prior = midpoints
         denom = counts + m
         proba = np.where(
             denom > 0, (sum_y + m * prior) / np.where(denom > 0, denom, 1.0), prior
         )
+        # Clip the table once instead of every prediction.
+        proba = np.clip(proba, OUTPUT_EPS, 1.0 - OUTPUT_EPS)
         return edges, proba, counts
 
     def _set_fitted_views(self):

@@ -1,5 +1,6 @@
 """Isotonic regression calibration, on top of scikit-learn's IsotonicRegression."""
 
+import numpy as np
 from sklearn.isotonic import IsotonicRegression
 
 from skcalib.calibration._binary import _BinaryMapCalibrator
@@ -83,9 +84,25 @@ class IsotonicCalibrator(_BinaryMapCalibrator):
         self.multi_class = multi_class
 
     def _fit_map(self, score, target, sample_weight):
+        # Pool tied scores first (weighted mean of the target, summed
+        # weights), as IsotonicRegression does internally: the solution is
+        # the same, and its lexsort then runs on sorted, unique points.
+        order = np.argsort(score, kind="stable")
+        s = score[order]
+        first = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
+        if sample_weight is None:
+            w = np.diff(np.r_[first, s.size]).astype(np.float64)
+            wy = np.add.reduceat(target[order], first)
+        else:
+            sw = sample_weight[order]
+            w = np.add.reduceat(sw, first)
+            wy = np.add.reduceat(sw * target[order], first)
+        keep = w > 0
+        x_u, w_u = s[first][keep], w[keep]
+        y_u = wy[keep] / w_u
         return IsotonicRegression(
             y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip"
-        ).fit(score, target, sample_weight=sample_weight)
+        ).fit(x_u, y_u, sample_weight=w_u)
 
     def _apply_map(self, fitted, score):
         return fitted.predict(score)
