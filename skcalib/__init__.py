@@ -6,18 +6,24 @@ heavy is imported here.
 """
 
 from skcalib.calibration import (
+    BetaCalibrator,
     HistogramBinningCalibrator,
     IsotonicCalibrator,
     PlattCalibrator,
+    ScalingBinningCalibrator,
     TemperatureCalibrator,
+    VennAbersCalibrator,
 )
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "BetaCalibrator",
     "HistogramBinningCalibrator",
     "IsotonicCalibrator",
     "PlattCalibrator",
+    "ScalingBinningCalibrator",
     "TemperatureCalibrator",
+    "VennAbersCalibrator",
     "__version__",
 ]

@@ -139,7 +139,7 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         )
         raise ValueError(
             f"{source} has {n_cols} column(s) but there are {n_classes} classes "
-            f"{list(self.classes_)}; raw scores need one column per class (in the "
+            f"{self.classes_.tolist()}; raw scores need one column per class (in the "
             "order of classes_) or, for two classes, one column with the score of "
             "the positive class."
         )
@@ -202,10 +202,10 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples,) or (n_samples, n_classes), or the
-            features of ``estimator``
-            Raw scores (logits, decision values or probabilities) in raw-score
-            mode; the wrapped classifier's input in wrapper mode.
+        X : array-like
+            Raw-score mode: the scores (logits, decision values or
+            probabilities), of shape (n_samples,) or (n_samples, n_classes).
+            Wrapper mode: the input (features) of ``estimator``.
         y : array-like of shape (n_samples,)
             True labels.
         sample_weight : array-like of shape (n_samples,), default=None

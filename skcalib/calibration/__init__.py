@@ -1,12 +1,18 @@
 """Calibrators: one private module per method family, re-exported here."""
 
+from skcalib.calibration._beta import BetaCalibrator
 from skcalib.calibration._binning import HistogramBinningCalibrator
 from skcalib.calibration._isotonic import IsotonicCalibrator
 from skcalib.calibration._scaling import PlattCalibrator, TemperatureCalibrator
+from skcalib.calibration._scaling_binning import ScalingBinningCalibrator
+from skcalib.calibration._venn_abers import VennAbersCalibrator
 
 __all__ = [
+    "BetaCalibrator",
     "HistogramBinningCalibrator",
     "IsotonicCalibrator",
     "PlattCalibrator",
+    "ScalingBinningCalibrator",
     "TemperatureCalibrator",
+    "VennAbersCalibrator",
 ]

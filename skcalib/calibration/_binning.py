@@ -20,8 +20,8 @@ class HistogramBinningCalibrator(_BinaryMapCalibrator):
     bin. Bins are right-closed, ``(e_j, e_{j+1}]``, the first one ``[0, e_1]``
     (the convention of :func:`sklearn.calibration.calibration_curve`).
 
-    With ``smoothing = m > 0`` each bin's estimate is shrunk towards the mean
-    uncalibrated probability ``\\bar p_j`` of the samples in it:
+    With ``smoothing`` :math:`= m > 0` each bin's estimate is shrunk towards
+    the mean uncalibrated probability :math:`\\bar p_j` of the samples in it:
 
     .. math::
 

@@ -217,7 +217,7 @@ class PlattCalibrator(_BinaryMapCalibrator):
                 f"Platt scaling did not converge in max_iter={self.max_iter} Newton "
                 "iterations; increase max_iter.",
                 ConvergenceWarning,
-                stacklevel=4,
+                stacklevel=5,
             )
         return np.array([a, b, n_iter], dtype=np.float64)
 
@@ -361,6 +361,9 @@ def fit_temperature(
     dy = z[np.arange(n), y] - z_max
     active = dy if sample_weight is None else dy[sample_weight > 0]
     if np.all(active == 0):
+        if np.array_equal(z_max, z.min(axis=1)):
+            # Every row is constant: the NLL does not depend on T at all.
+            return 1.0, 0, "converged"
         # Every sample's true class has the top score: the NLL decreases in
         # beta without bound, the infimum is at T -> 0.
         return float(bounds[0]), 0, "lower_bound"
@@ -499,7 +502,7 @@ class TemperatureCalibrator(BaseCalibrator):
                 f"Temperature scaling did not converge in max_iter={self.max_iter} "
                 f"iterations (T={temperature:.6g}); increase max_iter or tol.",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         elif status in ("lower_bound", "upper_bound"):
             warnings.warn(
@@ -511,7 +514,7 @@ class TemperatureCalibrator(BaseCalibrator):
                     else "the scores carry no information about the labels."
                 ),
                 UserWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         self.temperature_ = temperature
         self.n_iter_ = n_iter

@@ -1,3 +1,63 @@
-"""Calibration metrics (filled in by the metrics work)."""
+"""Calibration metrics and scorers.
 
-__all__ = []
+Binned calibration errors (confidence / top-label / classwise ECE, MCE,
+adaptive and debiased variants) with bootstrap intervals, the per-bin
+reliability curve, proper scoring rules (Brier score, negative
+log-likelihood) with their calibration-refinement decomposition, and
+ready-made scorers for :class:`~sklearn.model_selection.GridSearchCV` and
+:func:`~sklearn.model_selection.cross_validate`.
+
+Every metric has the signature of :mod:`sklearn.metrics`:
+``metric(y_true, y_proba, *, ..., sample_weight=None, labels=None)``, with
+``y_true`` class labels and ``y_proba`` 1-D (binary, probability of the
+positive class) or 2-D (one column per class), and returns a Python float.
+Binned metrics use right-closed bins ``(lo, hi]`` (the first one ``[0, e1]``),
+as :func:`sklearn.calibration.calibration_curve`.
+"""
+
+from skcalib.metrics._calibration_error import (
+    classwise_calibration_error,
+    expected_calibration_error,
+    maximum_calibration_error,
+)
+from skcalib.metrics._curve import ReliabilityCurve, reliability_curve
+from skcalib.metrics._interval import (
+    CalibrationErrorInterval,
+    calibration_error_interval,
+)
+from skcalib.metrics._proper import (
+    CalibrationRefinement,
+    brier_score,
+    calibration_refinement_decomposition,
+    negative_log_likelihood,
+)
+from skcalib.metrics._scorer import (
+    brier_scorer,
+    classwise_ece_scorer,
+    ece_scorer,
+    get_scorer,
+    get_scorer_names,
+    mce_scorer,
+    nll_scorer,
+)
+
+__all__ = [
+    "CalibrationErrorInterval",
+    "CalibrationRefinement",
+    "ReliabilityCurve",
+    "brier_score",
+    "brier_scorer",
+    "calibration_error_interval",
+    "calibration_refinement_decomposition",
+    "classwise_calibration_error",
+    "classwise_ece_scorer",
+    "ece_scorer",
+    "expected_calibration_error",
+    "get_scorer",
+    "get_scorer_names",
+    "maximum_calibration_error",
+    "mce_scorer",
+    "negative_log_likelihood",
+    "nll_scorer",
+    "reliability_curve",
+]

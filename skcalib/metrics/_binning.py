@@ -22,9 +22,16 @@ exact arithmetic. (Comparing a float32 ``0.3`` with a float64 edge would put
 it in the upper bin.)
 """
 
+from functools import lru_cache
+
 import numpy as np
 
 __all__ = []  # private module: nothing public here
+
+#: Uniform edges of at most this many bins are assigned arithmetically (see
+#: :func:`assign_bins`); the bins are then far wider than the rounding error of
+#: ``score * n_bins`` in float32, so the first guess is off by at most one bin.
+_ARITHMETIC_MAX_BINS = 1 << 16
 
 
 def _weighted_quantiles(scores, quantiles, sample_weight=None):
@@ -90,6 +97,48 @@ def bin_edges(scores, n_bins, strategy="uniform", sample_weight=None):
     return np.concatenate(([0.0], np.unique(interior), [1.0]))
 
 
+@lru_cache(maxsize=32)
+def _uniform_edges(n_bins):
+    """``np.linspace(0, 1, n_bins + 1)`` (read-only, cached)."""
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    edges.flags.writeable = False
+    return edges
+
+
+@lru_cache(maxsize=32)
+def _uniform_edges_in(n_bins, dtype_char):
+    """Edges of ``n_bins`` uniform bins rounded to the score dtype, as two
+    lookup tables: the left and the right edge of each bin, with NaN where a
+    bin has no finite neighbour (the first bin's left, the last bin's right),
+    so that a comparison against it is always false."""
+    edges = _uniform_edges(n_bins).astype(np.dtype(dtype_char))
+    left, right = edges[:-1].copy(), edges[1:].copy()
+    left[0] = right[-1] = np.nan
+    left.flags.writeable = right.flags.writeable = False
+    return left, right
+
+
+def _assign_uniform(scores, n_bins):
+    """:func:`assign_bins` for ``np.linspace(0, 1, n_bins + 1)`` edges.
+
+    ``floor(score * n_bins)`` (computed in the score dtype, clipped to the bin
+    range; NaN goes to the last bin like ``np.searchsorted``) is at most one
+    bin away from the answer; one comparison with the left and one with the
+    right edge of that bin, both rounded to the score dtype, make it exact.
+    Same result as the ``searchsorted`` rule for every input, in O(n) with no
+    binary search.
+    """
+    left, right = _uniform_edges_in(n_bins, scores.dtype.char)
+    with np.errstate(over="ignore"):  # huge scores: inf goes to the last bin
+        guess = scores * scores.dtype.type(n_bins)
+    np.fmin(guess, n_bins - 1, out=guess)
+    np.fmax(guess, 0, out=guess)
+    ids = guess.astype(np.intp)
+    ids -= scores <= left[ids]
+    ids += scores > right[ids]
+    return ids
+
+
 def assign_bins(scores, edges):
     """Bin index of each score under the right-closed convention.
 
@@ -105,8 +154,24 @@ def assign_bins(scores, edges):
     bin_ids : ndarray of shape (n_samples,), intp
         In ``[0, n_bins - 1]``. Scores below 0 go to the first bin and above 1
         to the last (callers validate the range before).
+
+    Notes
+    -----
+    Uniform edges (``strategy="uniform"``) of float32/float64 scores take an
+    arithmetic path, several times faster than the binary search and with
+    identical results (edge values, NaN and out-of-range scores included).
     """
     scores = np.asarray(scores)
+    edges = np.asarray(edges)
+    n_bins = edges.size - 1
+    if (
+        scores.dtype in (np.float32, np.float64)
+        and 1 < n_bins <= _ARITHMETIC_MAX_BINS
+        and edges.dtype == np.float64
+        and edges.ndim == 1
+        and bool((edges == _uniform_edges(n_bins)).all())
+    ):
+        return _assign_uniform(scores, n_bins)
     dtype = scores.dtype if scores.dtype.kind == "f" else np.float64
     interior = np.asarray(edges[1:-1], dtype=dtype)
     return np.searchsorted(interior, scores, side="left")
@@ -133,10 +198,24 @@ def bin_sums(bin_ids, n_bins, sample_weight=None, *values):
         ``(weight_per_bin, sum_of_values[0]_per_bin, ...)``. Sums are
         accumulated in float64 whatever the input dtype.
     """
+    values = [np.asarray(v) for v in values]
     if sample_weight is None:
-        counts = np.bincount(bin_ids, minlength=n_bins).astype(np.float64)
+        flags = [i for i, v in enumerate(values) if v.dtype == bool]
+        sums = [None] * len(values)
+        if flags:
+            # Counts and the first boolean's sums from one bincount of
+            # 2 * bin + value (exact integers, faster than two passes).
+            first = flags[0]
+            both = np.bincount(bin_ids * 2 + values[first], minlength=2 * n_bins)
+            both = both.reshape(-1, 2).astype(np.float64)
+            counts = both.sum(axis=1)
+            sums[first] = both[:, 1].copy()
+        else:
+            counts = np.bincount(bin_ids, minlength=n_bins).astype(np.float64)
         # np.bincount accumulates its weights in float64 whatever their dtype.
-        sums = [np.bincount(bin_ids, weights=v, minlength=n_bins) for v in values]
+        for i, v in enumerate(values):
+            if sums[i] is None:
+                sums[i] = np.bincount(bin_ids, weights=v, minlength=n_bins)
     else:
         w = np.asarray(sample_weight, dtype=np.float64)
         counts = np.bincount(bin_ids, weights=w, minlength=n_bins)

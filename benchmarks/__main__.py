@@ -1,0 +1,34 @@
+"""``python -m benchmarks {speed,quality} [options]`` (run from the repo root)."""
+
+import sys
+
+USAGE = """\
+usage: python -m benchmarks {speed,quality} [--quick] [--out DIR] [--peers LIST]
+
+  speed    time skcalib's calibrators and metrics against sklearn, netcal,
+           torchmetrics, ... (writes speed.md)
+  quality  fit every calibrator on the real predictions in shared/data and
+           score it on held-out rows (writes quality.md)
+
+Each command has --help. Full runs write benchmarks/results/; --quick runs
+write to a temporary folder unless --out is given."""
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command == "speed":
+        from benchmarks.speed import main as run
+    elif command == "quality":
+        from benchmarks.quality import main as run
+    else:
+        print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
+        return 2
+    return run(rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

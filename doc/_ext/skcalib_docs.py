@@ -1,0 +1,207 @@
+"""Small Sphinx helpers of the skcalib documentation.
+
+* ``.. runblock::`` runs its Python content while the page is built and shows
+  the code followed by what it printed, so every number on a page comes from
+  the code beside it (not typed by hand). Blocks of one page share a
+  namespace. An exception, or a Python warning raised by the code, is a build
+  warning (so ``-W`` fails the build).
+* ``.. include-if-exists:: path`` includes a file like ``.. include::`` (any
+  ``:parser:``) when it exists, and parses the directive's own content (a
+  placeholder) when it does not. The page is re-read on every build while
+  the file is missing, so it appears as soon as it is written.
+* ``.. include-if-importable:: module`` includes ``:file:`` when ``module``
+  imports, and the directive's own content otherwise.
+* :class:`ExampleOrder` sorts the gallery in reading order.
+"""
+
+import contextlib
+import importlib
+import io
+import os
+import textwrap
+import traceback
+import warnings
+from pathlib import Path
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from docutils.statemachine import StringList
+from sphinx.directives.other import Include
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
+logger = logging.getLogger(__name__)
+
+#: Gallery examples in reading order; any other example comes after them, by
+#: file name.
+EXAMPLE_ORDER = [
+    "plot_calibrate_prefit_classifier.py",
+    "plot_compare_calibrators.py",
+    "plot_tune_n_bins.py",
+    "plot_reliability_cifar100.py",
+    "plot_report_command.py",
+]
+
+
+class ExampleOrder:
+    """``within_subsection_order`` of sphinx-gallery: :data:`EXAMPLE_ORDER`."""
+
+    def __init__(self, src_dir):
+        self.src_dir = src_dir
+
+    def __repr__(self):
+        return "ExampleOrder"
+
+    def __call__(self, filename):
+        name = os.path.basename(filename)
+        if name in EXAMPLE_ORDER:
+            return (EXAMPLE_ORDER.index(name), name)
+        return (len(EXAMPLE_ORDER), name)
+
+
+#: Longest code or output line of a runblock that fits the page width of the
+#: theme (a longer line is a build warning).
+MAX_LINE = 74
+
+#: Namespace of the runblocks of each page being read; dropped when the page
+#: has been read (it may hold anything, and doctrees are pickled).
+_NAMESPACES = {}
+
+
+def _drop_namespace(app, doctree):
+    _NAMESPACES.pop(app.env.docname, None)
+
+
+class RunBlock(SphinxDirective):
+    """Run Python code at build time; show the code and its printed output.
+
+    Options
+    -------
+    hide-code
+        Show the output only.
+    hide-output
+        Run the code (e.g. set-up) but show no output block.
+    output-rst
+        Parse what the code prints as reStructuredText instead of showing it
+        as a literal block (for lists and tables generated from the source).
+    """
+
+    has_content = True
+    option_spec = {
+        "hide-code": directives.flag,
+        "hide-output": directives.flag,
+        "output-rst": directives.flag,
+    }
+
+    def run(self):
+        namespace = _NAMESPACES.get(self.env.docname)
+        if namespace is None:
+            # DOC_SOURCE_DIR: the documentation's source folder (doc/).
+            namespace = {
+                "__name__": "__runblock__",
+                "DOC_SOURCE_DIR": Path(self.env.srcdir),
+            }
+            _NAMESPACES[self.env.docname] = namespace
+        # The output depends on the library, not only on the source: read the
+        # page again on the next build.
+        self.env.note_reread()
+        code = textwrap.dedent("\n".join(self.content)).strip("\n")
+        source, line = self.get_source_info()
+        stdout = io.StringIO()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                with contextlib.redirect_stdout(stdout):
+                    exec(compile(code, f"{source}:{line}", "exec"), namespace)
+            except Exception:
+                raise self.error(
+                    "runblock raised an exception:\n" + traceback.format_exc()
+                ) from None
+        for w in caught:
+            logger.warning(
+                "runblock emitted %s: %s",
+                w.category.__name__,
+                w.message,
+                location=(self.env.docname, line),
+            )
+        output = stdout.getvalue().rstrip()
+        shown = [] if "hide-code" in self.options else code.splitlines()
+        if "hide-output" not in self.options and "output-rst" not in self.options:
+            shown += output.splitlines()
+        too_long = [text for text in shown if len(text) > MAX_LINE]
+        if too_long:
+            logger.warning(
+                "runblock line longer than %d characters (it would not fit "
+                "the page): %r",
+                MAX_LINE,
+                too_long[0],
+                location=(self.env.docname, line),
+            )
+        result = []
+        if "hide-code" not in self.options:
+            code_node = nodes.literal_block(code, code)
+            code_node["language"] = "python"
+            self.set_source_info(code_node)
+            result.append(code_node)
+        if output and "output-rst" in self.options:
+            container = nodes.container()
+            self.state.nested_parse(
+                StringList(output.splitlines(), source=f"{source}:{line}"),
+                0,
+                container,
+            )
+            result.extend(container.children)
+        elif output and "hide-output" not in self.options:
+            out_node = nodes.literal_block(output, output)
+            out_node["language"] = "none"
+            out_node["classes"].append("runblock-output")
+            self.set_source_info(out_node)
+            result.append(out_node)
+        return result
+
+
+class IncludeIfExists(Include):
+    """``.. include::`` when the file exists, else the directive's content."""
+
+    has_content = True
+
+    def run(self):
+        _, path = self.env.relfn2path(self.arguments[0])
+        if Path(path).is_file():
+            return super().run()
+        logger.info("include-if-exists: %s not found, showing the placeholder", path)
+        self.env.note_reread()
+        return _parse_content(self)
+
+
+class IncludeIfImportable(Include):
+    """Include ``:file:`` when the module imports, else the directive's content."""
+
+    has_content = True
+    option_spec = {**Include.option_spec, "file": directives.unchanged_required}
+
+    def run(self):
+        module = self.arguments[0]
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            logger.info("include-if-importable: %s is not importable", module)
+            self.env.note_reread()
+            return _parse_content(self)
+        self.arguments = [self.options.pop("file")]
+        return super().run()
+
+
+def _parse_content(directive):
+    container = nodes.container()
+    directive.state.nested_parse(directive.content, directive.content_offset, container)
+    return container.children
+
+
+def setup(app):
+    app.add_directive("runblock", RunBlock)
+    app.connect("doctree-read", _drop_namespace)
+    app.add_directive("include-if-exists", IncludeIfExists)
+    app.add_directive("include-if-importable", IncludeIfImportable)
+    app.add_css_file("skcalib.css")
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,170 @@
+"""Sphinx configuration of the skcalib documentation.
+
+Build (offline, warnings are errors)::
+
+    python -m sphinx -W --keep-going -b html doc doc/_build/html
+
+The gallery (``../examples/plot_*.py``) is executed during the build. Examples
+that read the shared prediction files (``<repo>/../shared/data``) or need a
+module that is not there yet are shown without being run.
+"""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+DOC_DIR = Path(__file__).resolve().parent
+REPO_DIR = DOC_DIR.parent
+SHARED_DATA_DIR = REPO_DIR.parent / "shared" / "data"
+sys.path.insert(0, str(DOC_DIR / "_ext"))
+
+import skcalib  # noqa: E402
+
+# -- Project ----------------------------------------------------------------
+project = "skcalib"
+author = "skcalib developers"
+copyright = "skcalib developers"
+release = skcalib.__version__
+version = release
+
+# -- General ----------------------------------------------------------------
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "numpydoc",
+    "sphinx_gallery.gen_gallery",
+    "myst_parser",
+    "skcalib_docs",
+]
+# Markdown is only included into pages (CHANGELOG.md, benchmark results); the
+# pages themselves are reStructuredText.
+source_suffix = {".rst": "restructuredtext"}
+root_doc = "index"
+templates_path = ["_templates"]
+# _api_datasets.rst is included by api.rst (only when skcalib.datasets exists).
+exclude_patterns = ["_build", "_templates", "_api_datasets.rst"]
+default_role = "literal"
+pygments_style = "sphinx"
+# Curly quotes and ellipses, but keep "--" as typed (command-line options in
+# the included benchmark report).
+smartquotes_action = "qe"
+# No intersphinx: the build must not touch the network.
+
+# -- API reference ----------------------------------------------------------
+HAVE_DATASETS = importlib.util.find_spec("skcalib.datasets") is not None
+autosummary_generate = ["api.rst"] + (["_api_datasets.rst"] if HAVE_DATASETS else [])
+if not HAVE_DATASETS:  # drop stubs of an earlier build, they belong to no toctree
+    for stale in (DOC_DIR / "generated").glob("skcalib.datasets.*"):
+        stale.unlink()
+autodoc_default_options = {"members": True, "inherited-members": True}
+autodoc_typehints = "none"
+autoclass_content = "class"
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_attributes_as_param_list = True
+
+
+def _defining_module(obj):
+    if isinstance(obj, property):
+        obj = obj.fget
+    obj = getattr(obj, "__func__", obj)
+    return getattr(obj, "__module__", None) or ""
+
+
+def _skip_foreign_members(app, what, name, obj, skip, options):
+    """Document only what skcalib defines: the methods inherited from
+    scikit-learn (``get_params``, ``set_output``, ``set_fit_request``, ...)
+    are listed on the API page and described in scikit-learn's documentation."""
+    if skip or what != "class":
+        return skip
+    if not _defining_module(obj).startswith("skcalib"):
+        return True
+    return None
+
+
+# -- Gallery ----------------------------------------------------------------
+#: Gallery examples that need something outside the package, and whether it
+#: is there.
+EXAMPLE_NEEDS_MET = {
+    "plot_reliability_cifar100.py": (
+        SHARED_DATA_DIR / "netcal" / "densenet-bc-100-cifar-100.npz"
+    ).is_file(),
+    "plot_compare_calibrators.py": HAVE_DATASETS,
+}
+
+
+def _runnable_examples():
+    """The regex of the examples to execute (sphinx-gallery's filename_pattern).
+
+    An example whose needs are not met (the shared prediction files next to
+    the repository, a module not written yet) is still rendered, with its
+    code, but not run.
+    """
+    skipped = sorted(name for name, ok in EXAMPLE_NEEDS_MET.items() if not ok)
+    if not skipped:
+        return r"/plot_"
+    print(f"skcalib docs: not executing {', '.join(skipped)} (missing inputs)")
+    names = "|".join(name.replace(".", r"\.") for name in skipped)
+    return rf"/(?!(?:{names})$)plot_[^/]*$"
+
+
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": _runnable_examples(),
+    "within_subsection_order": "skcalib_docs.ExampleOrder",
+    "doc_module": ("skcalib",),
+    "backreferences_dir": "generated/backreferences",
+    "reference_url": {"skcalib": None},
+    "remove_config_comments": True,
+    "show_memory": False,
+    "min_reported_time": 1,
+    "image_scrapers": ("matplotlib",),
+    "matplotlib_animations": False,
+    "show_signature": False,
+}
+
+# -- HTML -------------------------------------------------------------------
+html_theme = "pydata_sphinx_theme"
+html_title = f"skcalib {release}"
+html_static_path = ["_static"]
+html_theme_options = {
+    "navbar_align": "left",
+    "navbar_end": ["theme-switcher"],
+    "show_toc_level": 2,
+    "navigation_with_keys": False,
+    "secondary_sidebar_items": {"**": ["page-toc"], "index": []},
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version"],
+}
+html_sidebars = {"index": [], "getting_started": [], "changelog": []}
+html_show_sourcelink = False
+html_copy_source = False
+
+
+def _check_api_page(app):
+    """Warn about a public name (in a package's ``__all__``) that the API
+    page does not list, so that a new function cannot go undocumented."""
+    import importlib
+    import re
+
+    from sphinx.util import logging
+
+    pages = [DOC_DIR / "api.rst"] + ([DOC_DIR / "_api_datasets.rst"] * HAVE_DATASETS)
+    text = "\n".join(page.read_text() for page in pages)
+    listed = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
+    packages = ["skcalib", "skcalib.metrics", "skcalib.plotting"]
+    packages += ["skcalib.datasets"] if HAVE_DATASETS else []
+    for package in packages:
+        module = importlib.import_module(package)
+        for name in getattr(module, "__all__", []):
+            if not name.startswith("__") and name not in listed:
+                logging.getLogger(__name__).warning(
+                    "api.rst does not list the public name %s.%s", package, name
+                )
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip_foreign_members)
+    app.connect("builder-inited", _check_api_page)

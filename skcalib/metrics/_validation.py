@@ -1,0 +1,298 @@
+"""Input checks shared by every metric: labels, probabilities, weights.
+
+One function, :func:`check_metric_inputs`, turns ``(y_true, y_proba,
+sample_weight, labels)`` into validated arrays. The probability values
+themselves are checked by :func:`skcalib._scores.check_probabilities` (the one
+probability check of the package), either here for the whole array or block by
+block by the fast top-1 scan of the binned metrics.
+"""
+
+from dataclasses import dataclass
+from numbers import Integral
+
+import numpy as np
+from sklearn.utils import check_array
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import type_of_target
+
+from skcalib._scores import check_probabilities
+
+__all__ = []  # private module
+
+#: Integer labels whose range is at most this (or 4 x n_samples) are encoded
+#: with a lookup table (O(n)) instead of a sort.
+_TABLE_SPAN = 1 << 20
+
+#: ``validate_params`` constraints shared by the metric functions.
+COMMON_CONSTRAINTS = {
+    "y_true": ["array-like"],
+    "y_proba": ["array-like"],
+    "sample_weight": ["array-like", None],
+    "labels": ["array-like", None],
+}
+BINNING_CONSTRAINTS = {
+    "n_bins": [Interval(Integral, 1, None, closed="left")],
+    "strategy": [StrOptions({"uniform", "quantile"})],
+}
+KINDS = ("confidence", "top_label", "classwise")
+NORMS = ("l1", "l2", "max")
+
+
+@dataclass(frozen=True, eq=False)
+class MetricInputs:
+    """Validated metric inputs.
+
+    ``y`` holds the column index of each true label (``classes[y] ==
+    y_true``); ``proba`` is 1-D (binary: probability of ``classes[1]``) or
+    ``(n, K)`` with ``K == classes.size`` columns in the order of ``classes``;
+    float32 stays float32 and is never copied.
+    """
+
+    y: np.ndarray
+    proba: np.ndarray
+    classes: np.ndarray
+    sample_weight: np.ndarray | None
+
+    @property
+    def n_classes(self):
+        return self.classes.size
+
+    @property
+    def n_samples(self):
+        return self.y.size
+
+
+def check_n_bins(n_bins):
+    """Reject ``bool`` (an ``int`` to Python, not a bin count)."""
+    if isinstance(n_bins, bool | np.bool_):
+        raise ValueError(f"n_bins must be an integer >= 1, got {n_bins!r}.")
+    return int(n_bins)
+
+
+def check_finite_proba(proba, name="y_proba"):
+    """Raise ``ValueError`` naming the first row of ``proba`` holding NaN.
+
+    Infinite values are caught by the range check of
+    :func:`~skcalib._scores.check_probabilities`.
+    """
+    if proba.size and np.isnan(proba.min()):
+        bad = int(
+            np.flatnonzero(np.isnan(proba.reshape(proba.shape[0], -1)).any(axis=1))[0]
+        )
+        raise ValueError(f"{name} contains NaN; row {bad} is {proba[bad].tolist()}.")
+
+
+def _check_y(y_true):
+    y = np.asarray(y_true)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(
+            f"y_true must be a 1-D array of class labels, got shape {y.shape}."
+        )
+    if y.size == 0:
+        raise ValueError("y_true is empty; at least one sample is needed.")
+    kind = y.dtype.kind
+    if kind == "f":
+        if not np.all(np.isfinite(y)):
+            bad = int(np.flatnonzero(~np.isfinite(y))[0])
+            raise ValueError(
+                f"y_true must hold class labels; y_true[{bad}] is {y[bad]}."
+            )
+        if np.any(y != np.round(y)):
+            bad = int(np.flatnonzero(y != np.round(y))[0])
+            raise ValueError(
+                "y_true must hold class labels (integers or strings), got continuous "
+                f"values such as y_true[{bad}] = {y[bad]}."
+            )
+    elif kind == "O":
+        target = type_of_target(y, input_name="y_true")
+        if target not in ("binary", "multiclass"):
+            raise ValueError(f"y_true must hold class labels, got a {target!r} target.")
+    elif kind not in "biuUS":
+        raise ValueError(f"y_true must hold class labels, got dtype {y.dtype}.")
+    return y
+
+
+def _int_span(y):
+    """``(min, max)`` of integer labels when a lookup table is cheap, else None."""
+    if y.dtype.kind not in "biu":
+        return None
+    lo, hi = int(y.min()), int(y.max())
+    if hi > np.iinfo(np.intp).max or hi - lo >= max(_TABLE_SPAN, 4 * y.size):
+        return None
+    return lo, hi
+
+
+def _present_labels(y):
+    """Sorted distinct labels of ``y`` (O(n) for small integer ranges)."""
+    span = _int_span(y)
+    if span is not None and y.dtype.kind != "b":
+        lo, _ = span
+        shifted = y.astype(np.intp, copy=False) - lo if lo else y
+        present = np.flatnonzero(np.bincount(shifted.astype(np.intp, copy=False)))
+        return (present + lo).astype(y.dtype)
+    try:
+        return np.unique(y)
+    except TypeError as exc:  # e.g. a mix of str and int in an object array
+        raise ValueError(
+            f"y_true mixes label types that cannot be sorted: {exc}"
+        ) from exc
+
+
+def _encode(y, classes):
+    """Index of each ``y`` in ``classes`` (unique, any order); error if unknown."""
+    if y.dtype.kind == "b":
+        y = y.astype(np.intp)
+    if classes.dtype.kind == "b":
+        classes = classes.astype(np.intp)
+    span = _int_span(y)
+    if span is not None and classes.dtype.kind in "biu":
+        lo, hi = span
+        k = classes.size
+        if lo == 0 and hi < k and np.array_equal(classes, np.arange(k)):
+            return y.astype(np.intp, copy=False)
+        table = np.full(hi - lo + 1, -1, dtype=np.intp)
+        inside = (classes >= lo) & (classes <= hi)
+        table[classes[inside].astype(np.int64) - lo] = np.flatnonzero(inside)
+        codes = table[(y.astype(np.intp, copy=False) - lo) if lo else y]
+        known = codes >= 0
+    else:
+        sorter = np.argsort(classes, kind="stable")
+        ordered = classes[sorter]
+        try:
+            pos = np.searchsorted(ordered, y)
+            pos = np.minimum(pos, ordered.size - 1)
+            known = ordered[pos] == y
+        except (TypeError, np.exceptions.DTypePromotionError):
+            pos = np.zeros(y.size, dtype=np.intp)
+            known = np.zeros(y.size, dtype=bool)
+        codes = sorter[pos]
+    known = np.asarray(known, dtype=bool)
+    if not known.all():
+        unknown = _present_labels(y[~known])
+        raise ValueError(
+            f"y_true contains label(s) {unknown[:10].tolist()} that are not in "
+            f"labels={classes.tolist()}."
+        )
+    return codes
+
+
+def _resolve_classes(y, n_columns, labels):
+    """The labels of the ``y_proba`` columns (``n_columns == 1``: binary 1-D)."""
+    expected = 2 if n_columns == 1 else n_columns
+    if labels is not None:
+        classes = np.asarray(labels)
+        if classes.ndim != 1:
+            raise ValueError(f"labels must be 1-D, got shape {classes.shape}.")
+        if classes.size != expected:
+            what = (
+                "1-D y_proba (binary: probability of labels[1]) needs exactly 2 labels"
+                if n_columns == 1
+                else f"y_proba has {n_columns} columns"
+            )
+            raise ValueError(
+                f"{what}, but labels has {classes.size}: {classes.tolist()}."
+            )
+        if _present_labels(classes).size != classes.size:
+            raise ValueError(f"labels must be unique, got {classes.tolist()}.")
+        return classes
+    present = _present_labels(y)
+    if present.size == expected:
+        return present
+    integer = y.dtype.kind in "biu" or (y.dtype.kind == "f")
+    if (
+        present.size < expected
+        and integer
+        and present.min() >= 0
+        and present.max() < expected
+    ):
+        # Some columns have no sample: the columns are taken to be 0..K-1.
+        return np.arange(expected).astype(y.dtype)
+    if n_columns == 1:
+        raise ValueError(
+            f"1-D y_proba is for binary problems (the probability of the larger "
+            f"label), but y_true has {present.size} distinct label(s) "
+            f"{present[:10].tolist()}; pass 2-D y_proba or labels=[negative, positive]."
+        )
+    raise ValueError(
+        f"y_proba has {n_columns} columns but y_true has {present.size} distinct "
+        f"label(s) {present[:10].tolist()}; pass labels= to name the columns."
+    )
+
+
+def check_sample_weight(sample_weight, n_samples):
+    """Non-negative float64 weights of length ``n_samples``, or None."""
+    if sample_weight is None:
+        return None
+    w = check_array(
+        sample_weight, ensure_2d=False, dtype=np.float64, input_name="sample_weight"
+    )
+    if w.ndim != 1 or w.shape[0] != n_samples:
+        raise ValueError(
+            f"sample_weight must have shape ({n_samples},) like y_true, got {w.shape}."
+        )
+    if np.any(w < 0):
+        bad = int(np.flatnonzero(w < 0)[0])
+        raise ValueError(
+            f"sample_weight must be >= 0; sample_weight[{bad}] = {w[bad]}."
+        )
+    if not w.sum() > 0:
+        raise ValueError("sample_weight sums to 0; the metric is undefined.")
+    return w
+
+
+def check_metric_inputs(
+    y_true, y_proba, *, sample_weight=None, labels=None, check_values=True
+):
+    """Validate the inputs of a metric.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Class labels (integers, strings, ...).
+    y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
+        1-D: probability of the positive class (the larger label, or
+        ``labels[1]``). 2-D: one column per label of ``labels`` (default: the
+        sorted labels of ``y_true``; when ``y_proba`` has more columns than
+        ``y_true`` has labels and the labels are integers in ``[0, K)``, the
+        columns are taken to be ``0..K-1``).
+    sample_weight : array-like of shape (n_samples,) or None
+    labels : array-like or None
+    check_values : bool, default=True
+        Check the probability values (finite, in ``[0, 1]``, rows summing to
+        1). ``False`` only for callers that check them block by block.
+
+    Returns
+    -------
+    inputs : MetricInputs
+    """
+    proba = check_array(
+        y_proba,
+        ensure_2d=False,
+        dtype=[np.float64, np.float32],
+        ensure_all_finite=False,
+        input_name="y_proba",
+    )
+    if proba.ndim == 2 and proba.shape[1] == 1:
+        proba = proba[:, 0]
+    if proba.ndim == 2 and proba.shape[1] < 1:
+        raise ValueError("y_proba has no column.")
+    y = _check_y(y_true)
+    if y.shape[0] != proba.shape[0]:
+        raise ValueError(
+            f"y_true has {y.shape[0]} samples but y_proba has {proba.shape[0]}."
+        )
+    weight = check_sample_weight(sample_weight, y.shape[0])
+    n_columns = 1 if proba.ndim == 1 else proba.shape[1]
+    classes = _resolve_classes(y, n_columns, labels)
+    codes = _encode(y, classes)
+    if check_values:
+        check_finite_proba(proba)
+        check_probabilities(proba, name="y_proba")
+    return MetricInputs(y=codes, proba=proba, classes=classes, sample_weight=weight)
+
+
+def binary_column(proba, k):
+    """Probability of class ``k`` (0 or 1) from 1-D binary ``proba``."""
+    return proba if k == 1 else 1 - proba

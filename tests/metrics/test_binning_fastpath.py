@@ -1,0 +1,87 @@
+"""The arithmetic uniform-bin path and the boolean per-bin sums of
+skcalib.metrics._binning give exactly what the generic code gives."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from skcalib.metrics._binning import assign_bins, bin_edges, bin_sums
+
+
+def _searchsorted(scores, edges):
+    dtype = scores.dtype if scores.dtype.kind == "f" else np.float64
+    return np.searchsorted(np.asarray(edges[1:-1], dtype=dtype), scores, side="left")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    "n_bins", [1, 2, 3, 7, 10, 15, 20, 33, 100, 997, 4096, 1 << 16]
+)
+def test_uniform_fast_path_equals_searchsorted(dtype, n_bins):
+    rng = np.random.default_rng(n_bins)
+    k = rng.integers(0, n_bins + 1, 5000)
+    base = np.concatenate(
+        [
+            rng.uniform(size=5000),
+            k / n_bins,
+            rng.integers(0, 101, 500) / 100,
+            [0.0, 1.0, -0.0, -1.0, 2.0, np.inf, -np.inf, np.nan, 1e30, -1e30, 5e-324],
+        ]
+    ).astype(dtype)
+    scores = np.concatenate(
+        [base, np.nextafter(base, dtype(2)), np.nextafter(base, dtype(-1))]
+    )
+    edges = bin_edges(None, n_bins)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(
+            assign_bins(scores, edges), _searchsorted(scores, edges)
+        )
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    arrays(np.float32, st.integers(1, 200), elements=st.floats(0, 1, width=32)),
+    st.integers(2, 200),
+)
+def test_uniform_fast_path_property(scores, n_bins):
+    edges = bin_edges(None, n_bins)
+    np.testing.assert_array_equal(
+        assign_bins(scores, edges), _searchsorted(scores, edges)
+    )
+    s64 = scores.astype(np.float64)
+    np.testing.assert_array_equal(assign_bins(s64, edges), _searchsorted(s64, edges))
+
+
+def test_non_uniform_or_other_dtypes_use_searchsorted():
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=100)
+    quantile = bin_edges(s, 5, "quantile")
+    np.testing.assert_array_equal(assign_bins(s, quantile), _searchsorted(s, quantile))
+    ints = np.array([0, 1, 1, 0])
+    np.testing.assert_array_equal(assign_bins(ints, bin_edges(None, 4)), [0, 3, 3, 0])
+    half = np.array([0.25, 0.5, 0.75], dtype=np.float16)
+    np.testing.assert_array_equal(assign_bins(half, bin_edges(None, 4)), [0, 1, 2])
+
+
+def test_bin_sums_boolean_values_exact():
+    rng = np.random.default_rng(1)
+    ids = rng.integers(0, 9, 1000)
+    v = rng.uniform(size=1000)
+    b1, b2 = rng.uniform(size=1000) < 0.3, rng.uniform(size=1000) < 0.6
+    got = bin_sums(ids, 9, None, v, b1, b2)
+    want = (
+        np.bincount(ids, minlength=9).astype(float),
+        np.bincount(ids, weights=v, minlength=9),
+        np.bincount(ids, weights=b1.astype(float), minlength=9),
+        np.bincount(ids, weights=b2.astype(float), minlength=9),
+    )
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == np.float64
+        np.testing.assert_array_equal(g, w)
+    counts, s = bin_sums(ids, 12, None, b1)  # minlength beyond the ids
+    assert counts.shape == s.shape == (12,)
+    w = rng.uniform(size=1000)
+    counts, s = bin_sums(ids, 9, w, b1)
+    np.testing.assert_allclose(s, np.bincount(ids, weights=w * b1, minlength=9))
