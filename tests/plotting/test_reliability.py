@@ -84,8 +84,12 @@ def test_importing_skcalib_does_not_import_matplotlib():
         import skcalib.metrics
         import skcalib.plotting
         from skcalib.plotting import ReliabilityDisplay
+        # Old matplotlib wheels put a bare "mpl_toolkits" namespace module in
+        # sys.modules at start-up (an nspkg .pth file): look for matplotlib
+        # itself and for real mpl_toolkits submodules only.
         loaded = sorted(m for m in sys.modules
-                        if m.split(".")[0] in ("matplotlib", "mpl_toolkits"))
+                        if m.split(".")[0] == "matplotlib"
+                        or m.startswith("mpl_toolkits."))
         print(loaded)
         assert not loaded, loaded
         """
