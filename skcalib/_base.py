@@ -188,7 +188,8 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
                     f"its classes_ are {classes.tolist()}."
                 )
             y_enc = np.array([position[c] for c in present.tolist()])[inverse]
-        if np.unique(y_enc).size < 2:
+        n_present = classes.size if self.estimator is None else present.size
+        if n_present < 2:
             raise ValueError(
                 f"y has one class only ({y.ravel()[0]!r}); calibration needs at "
                 "least two classes."
