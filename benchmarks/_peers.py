@@ -792,7 +792,9 @@ def peer_metrics(status):
             "sklearn calibration_curve (on confidence, correct)",
             "reliability_curve",
             sk_curve,
-            why="per-bin accuracy; empty bins dropped",
+            why="a float32 confidence equal to a float32-rounded edge: sklearn "
+            "compares it with the float64 edge (upper bin), skcalib in the "
+            "input's dtype (lower bin)",
         ),
     ]
     if status.get("torch") and status["torch"].ok:
@@ -834,7 +836,10 @@ def peer_metrics(status):
 
             return fn
 
-        why = "float32 drift: torch bins and averages in float32 (skcalib in float64)"
+        why = (
+            "float32 drift: torchmetrics casts confidences to float32 and sums "
+            "the bins with scatter_add in float32 (skcalib in float64)"
+        )
         out += [
             Metric(
                 "torchmetrics",
@@ -946,7 +951,8 @@ def peer_metrics(status):
                 "uncertainty-calibration lower_bound_scaling_ce(p=2, debias)",
                 "ece_debiased_l2",
                 uc_debiased,
-                why="clamps a negative squared estimate at 0 before the root",
+                why="float32 drift: bin means taken in the input's float32 "
+                "(it also clamps a negative squared estimate at 0)",
                 max_n=100_000,
             ),
         ]

@@ -48,6 +48,12 @@ QUICK_DATASETS = ("splinecalib/mozilla4_1046_cb1", "pycalib/mnist__AdaBoost")
 #: netcal's multiclass beta/Dirichlet fit uses finite-difference gradients
 #: over K(K+1) weights: skipped above this many calibration rows.
 SLOW_MAX_ROWS = 12_000
+#: Methods with K^2 parameters (any library) run up to this many classes.
+FULL_MATRIX_FAMILIES = {"dirichlet", "matrix_scaling"}
+FULL_MATRIX_MAX_K = 10
+#: A method whose fit + predict took longer than this on a data set is not
+#: run on later data sets with at least as many classes and rows.
+SLOW_FIT_S = 30.0
 METRICS = ("NLL", "Brier", "ECE", "cwECE", "acc")
 
 
@@ -182,7 +188,7 @@ def score(y, proba):
     return out
 
 
-def run_dataset(ds, adapters, log):
+def run_dataset(ds, adapters, log, slow=None):
     from benchmarks._peers import ScoreSet
 
     tr = ScoreSet(ds.y_cal, proba=ds.p_cal)
@@ -199,6 +205,12 @@ def run_dataset(ds, adapters, log):
             and tr.n > SLOW_MAX_ROWS
         ):
             reason = f"skipped for more than {SLOW_MAX_ROWS} calibration rows (slow)"
+        if not reason and a.method in FULL_MATRIX_FAMILIES and tr.k > FULL_MATRIX_MAX_K:
+            reason = f"skipped for K > {FULL_MATRIX_MAX_K} (K^2 parameters, slow)"
+        if not reason and slow is not None and a.label in slow:
+            secs, k0, n0, where = slow[a.label]
+            if tr.k >= k0 and tr.n >= n0:
+                reason = f"skipped: took {secs:.0f} s on {where}"
         if reason:
             res.note = reason
             results.append(res)
@@ -227,6 +239,8 @@ def run_dataset(ds, adapters, log):
                 f"rows off by {rowsum:.1e}: renormalised"
             )
             proba = P.renormalise(proba)
+        if slow is not None and res.seconds > SLOW_FIT_S and a.label not in slow:
+            slow[a.label] = (res.seconds, tr.k, tr.n, ds.name)
         res.scores = score(te.y, proba)
         if "_errors" in res.scores:
             res.note = (res.note + "; " if res.note else "") + "; ".join(
@@ -520,11 +534,13 @@ def main(argv=None):
         print(msg)
         skipped_data.append(msg)
     adapters = methods(status, quick=args.quick)
-    done = []
+    done, slow = [], {}
     for name, load in sets:
         ds = load()
         print(f"{name} (K={ds.k}, {ds.y_cal.size}/{ds.y_test.size})", flush=True)
-        done.append((ds, run_dataset(ds, adapters, lambda s: print(s, flush=True))))
+        done.append(
+            (ds, run_dataset(ds, adapters, lambda s: print(s, flush=True), slow))
+        )
     elapsed = time.perf_counter() - t_start
     report = render(
         done, environment(status), notes, args, elapsed, adapters, skipped_data

@@ -53,6 +53,9 @@ QUICK_GRID = [(10_000, 2), (10_000, 10)]
 #: for every library (a K=100, n=1e6 Platt fit is 100 one-million-row fits).
 OVR_MAX_CELLS = 10_000_000
 OVR_MAX_CLASSES = 100
+#: Methods with K^2 parameters run up to this many classes (any library).
+FULL_MATRIX_TASKS = {"dirichlet", "matrix_scaling"}
+FULL_MATRIX_MAX_K = 10
 #: A contender whose warm-up takes longer is not run again (its one run is
 #: reported); a case whose rounds would take longer runs fewer (>= 3) rounds,
 #: except the cases that check a target.
@@ -199,6 +202,8 @@ def run_calibrator_case(task, op, adapters, data, repeat, probe):
             reason = f"skipped for n*K > {a.max_cells:.0e} (too slow)"
         if not reason:
             reason = _ovr_skip(task, n, k)
+        if not reason and task in FULL_MATRIX_TASKS and k > FULL_MATRIX_MAX_K:
+            reason = f"skipped for K > {FULL_MATRIX_MAX_K} (K^2 parameters)"
         if (
             not reason
             and a.max_cells_multiclass is not None
@@ -486,7 +491,9 @@ def render(rows, tgt, env, probe, args, elapsed, notes):
         "# skcalib speed benchmark",
         "",
         f"Command: `python -m benchmarks speed{' --quick' if args.quick else ''}"
-        f"{f' --repeat {args.repeat}' if args.repeat != 5 else ''}`; "
+        f"{f' --repeat {args.repeat}' if args.repeat != 5 else ''}"
+        f"{f' --only {args.only}' if args.only else ''}"
+        f"{f' --max-n {args.max_n:.0e}' if args.max_n else ''}`; "
         f"{elapsed / 60:.1f} min in all.",
         "",
         *env,
@@ -499,7 +506,9 @@ def render(rows, tgt, env, probe, args, elapsed, notes):
         "- `t/t_skcalib`: the contender's time over skcalib's (above 1: skcalib is "
         "faster); throughput in million rows per second",
         "- one-vs-rest methods (Platt, isotonic, binning on K > 2) are run where "
-        f"n*K <= {OVR_MAX_CELLS:.0e} and K <= {OVR_MAX_CLASSES}; n=1e7 metric cases "
+        f"n*K <= {OVR_MAX_CELLS:.0e} and K <= {OVR_MAX_CLASSES}; methods with K^2 "
+        f"parameters (Dirichlet, matrix scaling) where K <= {FULL_MATRIX_MAX_K}; "
+        "n=1e7 metric cases "
         "use K <= 10 (K=100 would be "
         "4 GB of float32 and sklearn's multiclass Brier an 8 GB one-hot)",
     ]
@@ -583,7 +592,8 @@ def main(argv=None):
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="n=1e4, K in {2, 10}, 2 repeats; writes to a temp dir",
+        help="n=1e4, K in {2, 10}, 2 repeats, seed calibrators and all metrics; "
+        "writes to a temp dir",
     )
     parser.add_argument("--out", default=None, help="output folder for speed.md")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs (default 5)")
@@ -596,6 +606,9 @@ def main(argv=None):
         "--only",
         default=None,
         help="comma list of tasks to run (e.g. temperature,ece_confidence)",
+    )
+    parser.add_argument(
+        "--max-n", type=float, default=None, help="largest n of the grid to run"
     )
     args = parser.parse_args(argv)
     repeat = 2 if args.quick else args.repeat
@@ -610,6 +623,8 @@ def main(argv=None):
     only = set(args.only.split(",")) if args.only else None
 
     cal_tasks = calibrator_tasks(status)
+    if args.quick:  # the seed methods only: a few seconds in all
+        cal_tasks = {t: v for t, v in cal_tasks.items() if t in TASK_ORDER}
     metric_contenders = P.skcalib_metrics() + P.peer_metrics(status)
     metric_names = []
     for c in metric_contenders:
@@ -621,6 +636,8 @@ def main(argv=None):
 
     rows = []
     cal_grid = QUICK_GRID if args.quick else FULL_CAL_GRID
+    if args.max_n is not None:
+        cal_grid = [(n, k) for n, k in cal_grid if n <= args.max_n]
     if cal_tasks:
         for n, k in cal_grid:
             data = calibration_data(n, k)
@@ -630,6 +647,8 @@ def main(argv=None):
                     rows.append(r)
             del data
     metric_grid = QUICK_GRID if args.quick else FULL_METRIC_GRID
+    if args.max_n is not None:
+        metric_grid = [(n, k) for n, k in metric_grid if n <= args.max_n]
     if metric_names:
         for n, k in metric_grid:
             y, proba = metric_data(n, k)

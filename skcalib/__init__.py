@@ -7,11 +7,14 @@ heavy is imported here.
 
 from skcalib.calibration import (
     BetaCalibrator,
+    DirichletCalibrator,
     HistogramBinningCalibrator,
     IsotonicCalibrator,
+    MatrixScalingCalibrator,
     PlattCalibrator,
     ScalingBinningCalibrator,
     TemperatureCalibrator,
+    VectorScalingCalibrator,
     VennAbersCalibrator,
 )
 
@@ -19,11 +22,14 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "BetaCalibrator",
+    "DirichletCalibrator",
     "HistogramBinningCalibrator",
     "IsotonicCalibrator",
+    "MatrixScalingCalibrator",
     "PlattCalibrator",
     "ScalingBinningCalibrator",
     "TemperatureCalibrator",
+    "VectorScalingCalibrator",
     "VennAbersCalibrator",
     "__version__",
 ]

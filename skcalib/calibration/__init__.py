@@ -2,6 +2,11 @@
 
 from skcalib.calibration._beta import BetaCalibrator
 from skcalib.calibration._binning import HistogramBinningCalibrator
+from skcalib.calibration._dirichlet import (
+    DirichletCalibrator,
+    MatrixScalingCalibrator,
+    VectorScalingCalibrator,
+)
 from skcalib.calibration._isotonic import IsotonicCalibrator
 from skcalib.calibration._scaling import PlattCalibrator, TemperatureCalibrator
 from skcalib.calibration._scaling_binning import ScalingBinningCalibrator
@@ -9,10 +14,13 @@ from skcalib.calibration._venn_abers import VennAbersCalibrator
 
 __all__ = [
     "BetaCalibrator",
+    "DirichletCalibrator",
     "HistogramBinningCalibrator",
     "IsotonicCalibrator",
+    "MatrixScalingCalibrator",
     "PlattCalibrator",
     "ScalingBinningCalibrator",
     "TemperatureCalibrator",
+    "VectorScalingCalibrator",
     "VennAbersCalibrator",
 ]

@@ -1,0 +1,445 @@
+"""Penalised multinomial log-loss of a linear map of log-probabilities.
+
+The solver behind vector scaling, matrix scaling and Dirichlet calibration.
+With features ``x_i`` (logits or log-probabilities, shape ``(n, K)``), sample
+weights ``s_i`` and the parameters ``Theta = [W | b]`` (``K x (K + 1)``; for
+vector scaling ``W`` is diagonal and ``Theta = (w, b)``, shape ``(2, K)``),
+the objective is
+
+.. math::
+
+    J(\\Theta) = \\frac{\\sum_i s_i \\left(\\operatorname{logsumexp}(a_i)
+    - a_{i, y_i}\\right)}{\\sum_i s_i}
+    + \\sum_{jl} C_{jl} (\\Theta_{jl} - \\Theta^0_{jl})^2,
+    \\qquad a_i = W x_i + b,
+
+the weighted mean negative log-likelihood plus a quadratic penalty with
+coefficients ``C >= 0`` around the identity map ``Theta0 = [I | 0]``. ``J`` is
+convex. It is computed in float64 by blocks of rows (about
+:data:`BLOCK_ENTRIES` entries each), so float32 features are never copied
+whole in float64.
+
+The solvers work on the features divided by ``x_scale = max(1, max |x_ij|)``
+(over rows of positive weight), with ``W`` multiplied by it; the fitted map
+is the same, but the stopping rule -- the largest absolute entry of the
+gradient of ``J`` at most ``tol`` -- is then scale-free: logits of 1e4 do not
+make it unreachable in float64.
+
+* Vector scaling (``2K`` parameters): Newton's method with the exact Hessian
+  and a backtracking line search.
+* Matrix scaling (``K (K + 1)`` parameters): L-BFGS-B on the exact gradient,
+  preconditioned by a linear change of variables: for each output class
+  ``k`` the exact diagonal block ``sum_i s_i p_ik (1 - p_ik) [x_i, 1][x_i, 1]^T``
+  of the Hessian plus the penalty is Cholesky-factored, ``L_k L_k^T``, and
+  L-BFGS works on ``phi_k = L_k^T (Theta_k - Theta_k^start)``. The blocks are
+  recomputed at the current point, and L-BFGS restarted from it, each time
+  the gradient has shrunk by :data:`REFRESH_FACTOR`. Above
+  :data:`MAX_BLOCK_CLASSES` classes only the diagonals of the blocks are used
+  (memory ``O(K^2)`` instead of ``O(K^3)``).
+
+The row blocks are evaluated on ``n_jobs`` threads (numpy releases the GIL)
+and their sums added in a fixed order, so the result does not depend on
+``n_jobs``. While a solver runs, BLAS is limited to one thread: the products
+are small (``m x K`` by ``K x K``) and multi-threaded BLAS only adds
+overhead, which becomes severe (more than tenfold) when the cores are busy.
+"""
+
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+import numpy as np
+from scipy.optimize import minimize
+from threadpoolctl import threadpool_limits
+
+__all__ = []
+
+#: Row blocks hold about this many entries, whatever the number of classes.
+BLOCK_ENTRIES = 2**17
+
+#: Above this many classes the preconditioner keeps only block diagonals.
+MAX_BLOCK_CLASSES = 128
+
+#: The preconditioner is computed on at most about this many rows (every
+#: ``ceil(n / CURVATURE_ROWS)``-th row); it only steers the solver.
+CURVATURE_ROWS = 16384
+
+#: The preconditioner is refreshed when the gradient has shrunk this much.
+REFRESH_FACTOR = 1e-2
+
+
+class _Reached(Exception):
+    """Raised inside the objective when the gradient is small enough."""
+
+
+def _row_blocks(n, k):
+    step = max(1, BLOCK_ENTRIES // max(1, k))
+    return [slice(start, min(start + step, n)) for start in range(0, n, step)]
+
+
+class PenalisedNLL:
+    """The objective ``J`` on fixed data, in the solver's scaled parameters.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, K), float32 or float64
+        Features; read block by block, never copied whole.
+    y : ndarray of shape (n,)
+        Encoded labels in ``0 .. K-1``.
+    sample_weight : ndarray of shape (n,) or None
+        Non-negative weights with a positive sum.
+    C : ndarray of shape (K, K + 1), or (2, K) for ``diagonal``
+        Penalty coefficients on the original parameters (for ``diagonal``,
+        the rows are ``w`` and ``b``).
+    diagonal : bool
+        Vector scaling: ``Theta = (w, b)`` and ``a = w * x + b``.
+    x_scale : float or None, default=None
+        Divide the features by this; ``None``: ``max(1, max |x_ij|)`` over
+        the rows of positive weight.
+    """
+
+    def __init__(self, X, y, sample_weight, C, *, diagonal, x_scale=None):
+        self.X = X
+        self.y = y
+        n, k = X.shape
+        self.k = k
+        self.diagonal = diagonal
+        self.w = None if sample_weight is None else sample_weight / sample_weight.sum()
+        self.w_const = 1.0 / n
+        self.blocks = _row_blocks(n, k)
+        self.pool = None  # a ThreadPoolExecutor while a solver runs in threads
+        if x_scale is None:
+            x_scale = 1.0
+            for sl in self.blocks:
+                xb = X[sl] if self.w is None else X[sl][self.w[sl] > 0]
+                if xb.size:
+                    x_scale = max(x_scale, float(xb.max()), -float(xb.min()))
+        self.x_scale = x_scale
+        # Theta' = Theta with W multiplied by x_scale: penalty and start move.
+        self.C = np.array(C, dtype=np.float64)
+        if diagonal:
+            self.theta0 = np.vstack((np.full(k, x_scale), np.zeros(k)))
+            self.C[0] /= x_scale**2
+        else:
+            self.theta0 = np.hstack((x_scale * np.eye(k), np.zeros((k, 1))))
+            self.C[:, :k] /= x_scale**2
+
+    def original(self, theta):
+        """Parameters of the map on the unscaled features."""
+        theta = theta.copy()
+        if self.diagonal:
+            theta[0] /= self.x_scale
+        else:
+            theta[:, :-1] /= self.x_scale
+        return theta
+
+    # ------------------------------------------------------------ one block
+    def _block(self, sl, theta):
+        """Scaled float64 features, weights, centred ``a`` and softmax ``p``."""
+        xb = np.multiply(self.X[sl], 1.0 / self.x_scale, dtype=np.float64)
+        wb = self.w_const if self.w is None else self.w[sl][:, None]
+        if self.diagonal:
+            a = xb * theta[0]
+            a += theta[1]
+        else:
+            a = xb @ theta[:, :-1].T
+            a += theta[:, -1]
+        a -= a.max(axis=1, keepdims=True)
+        p = np.exp(a)
+        s = p.sum(axis=1)
+        p /= s[:, None]
+        return xb, wb, a, p, s
+
+    def _map(self, fn):
+        """``[fn(block) for block in self.blocks]``, on the pool if any."""
+        if self.pool is None or len(self.blocks) == 1:
+            return [fn(sl) for sl in self.blocks]
+        return list(self.pool.map(fn, self.blocks))
+
+    def _block_terms(self, sl, theta, hessian):
+        """Loss, gradient and (vector scaling) Hessian sums of one block."""
+        k = self.k
+        xb, wb, a, p, s = self._block(sl, theta)
+        rows = np.arange(xb.shape[0])
+        yb = self.y[sl]
+        li = np.log(s) - a[rows, yb]
+        loss = float(li.sum() * wb if self.w is None else li @ self.w[sl])
+        hess = None
+        if hessian:  # uses p before it becomes the residual
+            px = p * xb
+            m = np.hstack((px, p))
+            m *= np.sqrt(wb)
+            hess = -(m.T @ m)
+            idx = np.arange(k)
+            hess[idx, idx] += np.sum(wb * px * xb, axis=0)
+            hess[idx + k, idx + k] += np.sum(wb * p, axis=0)
+            cross = np.sum(wb * px, axis=0)
+            hess[idx, idx + k] += cross
+            hess[idx + k, idx] += cross
+        r = p
+        r[rows, yb] -= 1.0
+        r *= wb
+        if self.diagonal:
+            grad = np.vstack((np.sum(r * xb, axis=0), r.sum(axis=0)))
+        else:
+            grad = np.hstack((r.T @ xb, r.sum(axis=0)[:, None]))
+        return loss, grad, hess
+
+    def loss_grad(self, theta, hessian=False):
+        """``J``, its gradient (shape of ``theta``) and, for vector scaling,
+        the exact Hessian in the order ``(w, b)`` (shape ``(2K, 2K)``)."""
+        parts = self._map(lambda sl: self._block_terms(sl, theta, hessian))
+        loss = sum(part[0] for part in parts)
+        grad = np.sum([part[1] for part in parts], axis=0)
+        hess = np.sum([part[2] for part in parts], axis=0) if hessian else None
+        d = theta - self.theta0
+        loss += float(np.sum(self.C * d * d))
+        grad += 2.0 * self.C * d
+        if hessian:
+            hess[np.diag_indices(2 * self.k)] += 2.0 * self.C.ravel()
+        return loss, grad, hess
+
+    def curvature_blocks(self, theta, full):
+        """Diagonal blocks of the Hessian of ``J`` (matrix scaling), one per
+        output class: shape ``(K, K+1, K+1)``, or only their diagonals,
+        shape ``(K, K+1)``, when ``full`` is False. Computed on every
+        ``ceil(n / CURVATURE_ROWS)``-th row."""
+        k = self.k
+        stride = -(-self.X.shape[0] // CURVATURE_ROWS)
+        sub = self
+        if stride > 1 and (self.w is None or self.w[::stride].sum() > 0):
+            w = None if self.w is None else self.w[::stride]
+            sub = PenalisedNLL(
+                self.X[::stride],
+                self.y[::stride],
+                w,
+                np.zeros_like(self.C),
+                diagonal=False,
+                x_scale=self.x_scale,
+            )
+        sub.pool = self.pool
+
+        def block(sl):
+            xb, wb, _, p, _ = sub._block(sl, theta)
+            h = p * (1.0 - p)
+            h *= wb
+            if not full:
+                return np.hstack((h.T @ (xb * xb), h.sum(axis=0)[:, None]))
+            xt = np.hstack((xb, np.ones((xb.shape[0], 1))))
+            return np.stack([(xt * h[:, j : j + 1]).T @ xt for j in range(k)])
+
+        out = np.sum(sub._map(block), axis=0)
+        if full:
+            idx = np.arange(k + 1)
+            out[:, idx, idx] += 2.0 * self.C
+        else:
+            out += 2.0 * self.C
+        return out
+
+    def gauge_fix(self, theta):
+        """Remove the directions that ``J`` cannot see.
+
+        Softmax ignores a constant added to every output, so ``J`` does not
+        change when ``v_l`` is added to every entry of column ``l`` of
+        ``Theta`` (vector scaling: to every entry of ``b``). Where the
+        penalty leaves such a column free, its mean deviation from the
+        identity map is removed: the solution is then unique.
+        """
+        theta = theta.copy()
+        if self.diagonal:
+            if not np.any(self.C[1] > 0):
+                theta[1] -= theta[1].mean()
+            return theta
+        free = ~np.any(self.C > 0, axis=0)
+        theta[:, free] -= (theta[:, free] - self.theta0[:, free]).mean(axis=0)
+        return theta
+
+
+@contextmanager
+def _threads(problem, n_jobs):
+    """One BLAS thread, and ``n_jobs`` threads over the row blocks."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        if n_jobs > 1 and len(problem.blocks) > 1:
+            with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+                problem.pool = pool
+                try:
+                    yield
+                finally:
+                    problem.pool = None
+        else:
+            yield
+
+
+# ---------------------------------------------------------------- Newton
+def fit_vector(problem, *, max_iter, tol, n_jobs=1):
+    """Vector scaling: see :func:`_newton`; ``n_jobs`` threads over blocks."""
+    with _threads(problem, n_jobs):
+        return _newton(problem, max_iter=max_iter, tol=tol)
+
+
+def _newton(problem, *, max_iter, tol):
+    """Newton's method with a backtracking line search (vector scaling).
+
+    Returns
+    -------
+    theta : ndarray of shape (2, K)
+        ``(w, b)`` on the original features.
+    n_iter : int
+        Newton steps taken.
+    status : {"converged", "max_iter", "precision"}
+        ``"precision"``: no step decreases ``J`` in float64 any more.
+    gmax : float
+        Largest absolute entry of the (scaled) gradient at the end.
+    """
+    k = problem.k
+    theta = problem.theta0.copy()
+    loss, grad, hess = problem.loss_grad(theta, hessian=True)
+    free_b = not np.any(problem.C[1] > 0)
+    n_iter = 0
+    status = "max_iter"
+    while n_iter < max_iter:
+        if np.max(np.abs(grad)) <= tol:
+            status = "converged"
+            break
+        n_iter += 1
+        h = hess.copy()
+        size = max(1.0, float(np.max(np.abs(np.diag(h)))))
+        if free_b:
+            # Curvature along b + c 1, which J cannot see (the gradient has no
+            # component there): the step then has none either.
+            h[k:, k:] += size / k
+        h[np.diag_indices(2 * k)] += 1e-12 * size
+        g = grad.ravel()
+        try:
+            factor = np.linalg.cholesky(h)
+            step = -np.linalg.solve(factor.T, np.linalg.solve(factor, g))
+        except np.linalg.LinAlgError:
+            step = -np.linalg.lstsq(h, g, rcond=None)[0]
+        decrement = -g @ step
+        if not decrement > 1e-15 * max(1.0, abs(loss)):
+            status = "converged" if decrement >= 0 else "precision"
+            break
+        step = step.reshape(2, k)
+        alpha = 1.0
+        while True:
+            new = theta + alpha * step
+            new_loss, new_grad, new_hess = problem.loss_grad(new, hessian=True)
+            if new_loss <= loss - 1e-4 * alpha * decrement or alpha < 1e-10:
+                break
+            alpha *= 0.5
+        if not new_loss <= loss:
+            status = "precision"
+            break
+        theta, loss, grad, hess = new, new_loss, new_grad, new_hess
+    else:
+        if np.max(np.abs(grad)) <= tol:
+            status = "converged"
+    gmax = float(np.max(np.abs(grad)))
+    return problem.original(problem.gauge_fix(theta)), n_iter, status, gmax
+
+
+# ------------------------------------------------------------- L-BFGS-B
+def _change_of_variables(problem, theta, full):
+    """``(to_theta, to_phi_grad)`` for the block-Cholesky preconditioner."""
+    k = problem.k
+    curv = problem.curvature_blocks(theta, full)
+    if full:
+        idx = np.arange(k + 1)
+        ridge = 1e-10 * np.maximum(curv[:, idx, idx].max(axis=1), 1e-2)
+        curv[:, idx, idx] += ridge[:, None]
+        lower_inv = np.linalg.inv(np.linalg.cholesky(curv))
+        upper_inv = np.ascontiguousarray(np.swapaxes(lower_inv, 1, 2))
+
+        def to_theta(phi):  # theta_k = start_k + L_k^{-T} phi_k
+            return theta + (upper_inv @ phi.reshape(k, k + 1, 1))[:, :, 0]
+
+        def to_phi_grad(g):  # g_phi_k = L_k^{-1} g_k
+            return (lower_inv @ g[:, :, None])[:, :, 0].ravel()
+
+    else:
+        d = 1.0 / np.sqrt(curv + 1e-10 * max(float(curv.max()), 1e-2))
+
+        def to_theta(phi):
+            return theta + d * phi.reshape(k, k + 1)
+
+        def to_phi_grad(g):
+            return (d * g).ravel()
+
+    return to_theta, to_phi_grad
+
+
+def fit_matrix(problem, *, max_iter, tol, n_jobs=1):
+    """Matrix scaling: see :func:`_lbfgs`; ``n_jobs`` threads over blocks."""
+    with _threads(problem, n_jobs):
+        return _lbfgs(problem, max_iter=max_iter, tol=tol)
+
+
+def _lbfgs(problem, *, max_iter, tol):
+    """Block-preconditioned L-BFGS-B with restarts (matrix scaling).
+
+    Returns
+    -------
+    theta : ndarray of shape (K, K + 1)
+        ``[W | b]`` on the original features.
+    n_iter : int
+        L-BFGS iterations, over all restarts.
+    status : {"converged", "max_iter", "precision"}
+        ``"precision"``: L-BFGS can no longer decrease ``J`` in float64.
+    gmax : float
+        Largest absolute entry of the (scaled) gradient at the end.
+    """
+    k = problem.k
+    full = k <= MAX_BLOCK_CLASSES
+    theta = problem.theta0.copy()
+    loss, grad, _ = problem.loss_grad(theta)
+    gmax = float(np.max(np.abs(grad)))
+    n_iter = 0
+    status = "converged" if gmax <= tol else "max_iter"
+    while status == "max_iter" and n_iter < max_iter:
+        to_theta, to_phi_grad = _change_of_variables(problem, theta, full)
+        best = {"loss": loss, "theta": theta, "gmax": gmax}
+        target = max(tol, REFRESH_FACTOR * gmax)
+
+        def fun(
+            phi, to_theta=to_theta, to_phi_grad=to_phi_grad, best=best, target=target
+        ):
+            th = to_theta(phi)
+            f, g, _ = problem.loss_grad(th)
+            if f <= best["loss"]:
+                gm = float(np.max(np.abs(g)))
+                best.update(loss=f, theta=th, gmax=gm)
+                if gm <= target:
+                    raise _Reached
+            return f, to_phi_grad(g)
+
+        iterations = [0]
+
+        def count(_xk, iterations=iterations):
+            iterations[0] += 1
+
+        reached = False
+        try:
+            minimize(
+                fun,
+                np.zeros(k * (k + 1)),
+                jac=True,
+                method="L-BFGS-B",
+                callback=count,
+                options={
+                    "maxiter": max_iter - n_iter,
+                    "maxfun": 20 * (max_iter - n_iter) + 20,
+                    "ftol": 0.0,
+                    "gtol": 0.0,
+                },
+            )
+        except _Reached:
+            reached = True
+            iterations[0] += 1  # the iteration that found the point
+        n_iter += max(1, iterations[0])
+        progress = best["loss"] < loss
+        theta, loss, gmax = best["theta"], best["loss"], best["gmax"]
+        if gmax <= tol:
+            status = "converged"
+        elif not reached and not progress:
+            status = "precision"
+    theta = problem.original(problem.gauge_fix(theta))
+    return theta, n_iter, status, gmax
