@@ -219,7 +219,8 @@ class Scores:
         """Log-probabilities up to a per-row constant, as cheaply as possible.
 
         Enough for anything invariant to adding a constant to a row of logits
-        (temperature, vector and matrix scaling): 2-D logits are returned as
+        (temperature scaling; vector and matrix scaling are not invariant and
+        treat these values as their features): 2-D logits are returned as
         given (no copy), 2-D probabilities as ``log(max(p, PROBA_FLOOR))``.
         """
         if self._log_proba is not None or self.raw.ndim == 1:
