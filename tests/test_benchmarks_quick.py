@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+import sklearn
+from sklearn.utils.fixes import parse_version
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -72,7 +74,10 @@ def test_speed_quick(tmp_path):
         for line in text.splitlines()
         if line.startswith("| 1e+04 | 10 | sklearn CalibratedClassifierCV(temperature)")
     )
-    assert row.rstrip().endswith("| agrees |"), row
+    if parse_version(sklearn.__version__) >= parse_version("1.8"):
+        assert row.rstrip().endswith("| agrees |"), row
+    else:  # method="temperature" arrived in scikit-learn 1.8: a noted failure
+        assert "failed: InvalidParameterError" in row, row
     # A quick run never touches the committed full results.
     assert _mtimes() == before
 
