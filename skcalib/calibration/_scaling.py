@@ -443,7 +443,7 @@ class TemperatureCalibrator(BaseCalibrator):
     sklearn.calibration.CalibratedClassifierCV : ``method="temperature"``
         (scikit-learn >= 1.8) minimises the same NLL with Brent's method; it
         maps a 1-D decision value ``s`` to the logits ``(-s, s)``, so its
-        temperature is half of ours on 1-D binary scores.
+        temperature is twice ours on 1-D binary scores.
 
     References
     ----------
