@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy.optimize import minimize, minimize_scalar
+from scipy.optimize import brentq, minimize, minimize_scalar
 from scipy.special import log_expit, log_softmax, logsumexp
 from sklearn import __version__ as sklearn_version_str
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -62,6 +62,39 @@ def test_temperature_matches_reference_minimiser(k, scale):
     assert _nll(logits, y, ts.temperature_) == pytest.approx(ref.fun, abs=1e-8)
     assert _nll(logits, y, ts.temperature_) <= ref.fun + 1e-12
     assert 1 <= ts.n_iter_ <= 20
+
+
+def _nll_derivative_root(logits, y, w):
+    """log T where the weighted NLL derivative vanishes (brentq, float64)."""
+    z = logits.astype(np.float64)
+    z = z - z.max(axis=1, keepdims=True)
+    zy = z[np.arange(len(y)), y]
+
+    def derivative(log_t):  # d NLL / d beta, beta = 1 / T
+        q = softmax_rows(z * np.exp(-log_t))
+        return np.dot(w, (q * z).sum(axis=1) - zy)
+
+    return brentq(derivative, -3.0, 3.0, xtol=1e-14, rtol=1e-15)
+
+
+def softmax_rows(a):
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype, weighted", [(np.float32, True), (np.float64, False)])
+def test_temperature_large_n_path_matches_exact_root(dtype, weighted):
+    # n > 200 000: subsample start, then a float32 Newton pass, then float64
+    # passes with the predicted-error stop. The result must be the float64
+    # root of the derivative all the same.
+    logits, y = _overconfident_logits(210_000, 4, 2.5, seed=5)
+    logits = logits.astype(dtype)
+    rng = np.random.default_rng(1)
+    w = rng.uniform(0.0, 2.0, y.size) if weighted else None
+    ts = TemperatureCalibrator().fit(logits, y, sample_weight=w)
+    root = _nll_derivative_root(logits, y, np.ones(y.size) if w is None else w)
+    assert np.log(ts.temperature_) == pytest.approx(root, abs=1e-8)
+    assert ts.n_iter_ >= 2  # the float32 pass never ends the iteration
 
 
 @pytest.mark.skipif(

@@ -1,7 +1,7 @@
 """Isotonic regression calibration, on top of scikit-learn's IsotonicRegression."""
 
 import numpy as np
-from sklearn.isotonic import IsotonicRegression
+from sklearn.isotonic import IsotonicRegression, isotonic_regression
 
 from skcalib.calibration._binary import _BinaryMapCalibrator
 
@@ -84,10 +84,13 @@ class IsotonicCalibrator(_BinaryMapCalibrator):
         self.multi_class = multi_class
 
     def _fit_map(self, score, target, sample_weight):
-        # Pool tied scores first (weighted mean of the target, summed
-        # weights), as IsotonicRegression does internally: the solution is
-        # the same, and its lexsort then runs on sorted, unique points.
-        order = np.argsort(score, kind="stable")
+        # Pool tied scores (weighted mean of the target, summed weights) and
+        # run sklearn's pool-adjacent-violators on the sorted unique points:
+        # IsotonicRegression.fit does the same after a lexsort of (y, X),
+        # which costs more than the whole fit here. The fitted
+        # IsotonicRegression is then built on the points where the solution
+        # changes (what it keeps itself), so it is the same map.
+        order = np.argsort(score)  # order within ties does not matter
         s = score[order]
         first = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
         if sample_weight is None:
@@ -99,10 +102,17 @@ class IsotonicCalibrator(_BinaryMapCalibrator):
             wy = np.add.reduceat(sw * target[order], first)
         keep = w > 0
         x_u, w_u = s[first][keep], w[keep]
-        y_u = wy[keep] / w_u
+        y_u = isotonic_regression(
+            wy[keep] / w_u, sample_weight=w_u, y_min=0.0, y_max=1.0, increasing=True
+        )
+        # Keep both ends of every constant run (IsotonicRegression's rule).
+        ends = np.ones(y_u.size, dtype=bool)
+        ends[1:-1] = (y_u[1:-1] != y_u[:-2]) | (y_u[1:-1] != y_u[2:])
         return IsotonicRegression(
             y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip"
-        ).fit(x_u, y_u, sample_weight=w_u)
+        ).fit(x_u[ends], y_u[ends])
 
     def _apply_map(self, fitted, score):
-        return fitted.predict(score)
+        # IsotonicRegression.predict with out_of_bounds="clip": linear
+        # interpolation between the thresholds, constant beyond them.
+        return np.interp(score, fitted.X_thresholds_, fitted.y_thresholds_)

@@ -26,7 +26,9 @@ gradient of ``J`` at most ``tol`` -- is then scale-free: logits of 1e4 do not
 make it unreachable in float64.
 
 * Vector scaling (``2K`` parameters): Newton's method with the exact Hessian
-  and a backtracking line search.
+  and a backtracking line search; above :data:`MAX_BLOCK_CLASSES` classes
+  (where the dense ``2K x 2K`` Hessian costs ``O(n K^2)`` per step) L-BFGS-B
+  as below, preconditioned by the diagonal of the Hessian.
 * Matrix scaling (``K (K + 1)`` parameters): L-BFGS-B on the exact gradient,
   preconditioned by a linear change of variables: for each output class
   ``k`` the exact diagonal block ``sum_i s_i p_ik (1 - p_ik) [x_i, 1][x_i, 1]^T``
@@ -149,11 +151,29 @@ class PenalisedNLL:
         p /= s[:, None]
         return xb, wb, a, p, s
 
-    def _map(self, fn):
-        """``[fn(block) for block in self.blocks]``, on the pool if any."""
+    def _sum(self, fn):
+        """``sum(fn(block) for block in self.blocks)``, on the pool if any.
+
+        ``fn`` returns a tuple of arrays (or floats, or None); the tuples are
+        added entry by entry as they arrive, in block order (so the result
+        does not depend on the threads), and never kept all at once: with
+        ``K = 1000`` classes one block's Hessian alone takes 32 MB.
+        """
         if self.pool is None or len(self.blocks) == 1:
-            return [fn(sl) for sl in self.blocks]
-        return list(self.pool.map(fn, self.blocks))
+            parts = map(fn, self.blocks)
+        else:
+            parts = self.pool.map(fn, self.blocks)
+        total = None
+        for part in parts:
+            if total is None:
+                total = [
+                    None if v is None else np.array(v, dtype=np.float64) for v in part
+                ]
+            else:
+                for t, v in zip(total, part, strict=True):
+                    if v is not None:
+                        t += v
+        return total
 
     def _block_terms(self, sl, theta, hessian):
         """Loss, gradient and (vector scaling) Hessian sums of one block."""
@@ -187,12 +207,9 @@ class PenalisedNLL:
     def loss_grad(self, theta, hessian=False):
         """``J``, its gradient (shape of ``theta``) and, for vector scaling,
         the exact Hessian in the order ``(w, b)`` (shape ``(2K, 2K)``)."""
-        parts = self._map(lambda sl: self._block_terms(sl, theta, hessian))
-        loss = sum(part[0] for part in parts)
-        grad = np.sum([part[1] for part in parts], axis=0)
-        hess = np.sum([part[2] for part in parts], axis=0) if hessian else None
+        loss, grad, hess = self._sum(lambda sl: self._block_terms(sl, theta, hessian))
         d = theta - self.theta0
-        loss += float(np.sum(self.C * d * d))
+        loss = float(loss) + float(np.sum(self.C * d * d))
         grad += 2.0 * self.C * d
         if hessian:
             hess[np.diag_indices(2 * self.k)] += 2.0 * self.C.ravel()
@@ -201,7 +218,8 @@ class PenalisedNLL:
     def curvature_blocks(self, theta, full):
         """Diagonal blocks of the Hessian of ``J`` (matrix scaling), one per
         output class: shape ``(K, K+1, K+1)``, or only their diagonals,
-        shape ``(K, K+1)``, when ``full`` is False. Computed on every
+        shape ``(K, K+1)``, when ``full`` is False (vector scaling: the
+        diagonal of the Hessian, shape ``(2, K)``, always). Computed on every
         ``ceil(n / CURVATURE_ROWS)``-th row."""
         k = self.k
         stride = -(-self.X.shape[0] // CURVATURE_ROWS)
@@ -213,7 +231,7 @@ class PenalisedNLL:
                 self.y[::stride],
                 w,
                 np.zeros_like(self.C),
-                diagonal=False,
+                diagonal=self.diagonal,
                 x_scale=self.x_scale,
             )
         sub.pool = self.pool
@@ -222,12 +240,14 @@ class PenalisedNLL:
             xb, wb, _, p, _ = sub._block(sl, theta)
             h = p * (1.0 - p)
             h *= wb
+            if self.diagonal:
+                return (np.vstack((np.sum(h * xb * xb, axis=0), h.sum(axis=0))),)
             if not full:
-                return np.hstack((h.T @ (xb * xb), h.sum(axis=0)[:, None]))
+                return (np.hstack((h.T @ (xb * xb), h.sum(axis=0)[:, None])),)
             xt = np.hstack((xb, np.ones((xb.shape[0], 1))))
-            return np.stack([(xt * h[:, j : j + 1]).T @ xt for j in range(k)])
+            return (np.stack([(xt * h[:, j : j + 1]).T @ xt for j in range(k)]),)
 
-        out = np.sum(sub._map(block), axis=0)
+        (out,) = sub._sum(block)
         if full:
             idx = np.arange(k + 1)
             out[:, idx, idx] += 2.0 * self.C
@@ -271,8 +291,13 @@ def _threads(problem, n_jobs):
 
 # ---------------------------------------------------------------- Newton
 def fit_vector(problem, *, max_iter, tol, n_jobs=1):
-    """Vector scaling: see :func:`_newton`; ``n_jobs`` threads over blocks."""
+    """Vector scaling: :func:`_newton` up to :data:`MAX_BLOCK_CLASSES`
+    classes, above that :func:`_lbfgs` preconditioned by the diagonal of the
+    Hessian (the exact ``2K x 2K`` Hessian costs ``O(n K^2)`` per step, and
+    its memory ``O(K^2)`` per thread); ``n_jobs`` threads over blocks."""
     with _threads(problem, n_jobs):
+        if problem.k > MAX_BLOCK_CLASSES:
+            return _lbfgs(problem, max_iter=max_iter, tol=tol)
         return _newton(problem, max_iter=max_iter, tol=tol)
 
 
@@ -359,7 +384,7 @@ def _change_of_variables(problem, theta, full):
         d = 1.0 / np.sqrt(curv + 1e-10 * max(float(curv.max()), 1e-2))
 
         def to_theta(phi):
-            return theta + d * phi.reshape(k, k + 1)
+            return theta + d * phi.reshape(theta.shape)
 
         def to_phi_grad(g):
             return (d * g).ravel()
@@ -374,12 +399,13 @@ def fit_matrix(problem, *, max_iter, tol, n_jobs=1):
 
 
 def _lbfgs(problem, *, max_iter, tol):
-    """Block-preconditioned L-BFGS-B with restarts (matrix scaling).
+    """Block-preconditioned L-BFGS-B with restarts (matrix scaling, and
+    vector scaling with many classes).
 
     Returns
     -------
-    theta : ndarray of shape (K, K + 1)
-        ``[W | b]`` on the original features.
+    theta : ndarray of shape (K, K + 1) or (2, K)
+        ``[W | b]`` (vector scaling ``(w, b)``) on the original features.
     n_iter : int
         L-BFGS iterations, over all restarts.
     status : {"converged", "max_iter", "precision"}
@@ -387,8 +413,7 @@ def _lbfgs(problem, *, max_iter, tol):
     gmax : float
         Largest absolute entry of the (scaled) gradient at the end.
     """
-    k = problem.k
-    full = k <= MAX_BLOCK_CLASSES
+    full = problem.k <= MAX_BLOCK_CLASSES and not problem.diagonal
     theta = problem.theta0.copy()
     loss, grad, _ = problem.loss_grad(theta)
     gmax = float(np.max(np.abs(grad)))
@@ -420,7 +445,7 @@ def _lbfgs(problem, *, max_iter, tol):
         try:
             minimize(
                 fun,
-                np.zeros(k * (k + 1)),
+                np.zeros(theta.size),
                 jac=True,
                 method="L-BFGS-B",
                 callback=count,
