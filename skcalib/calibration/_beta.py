@@ -10,6 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from skcalib.calibration._binary import _BinaryMapCalibrator
+from skcalib.calibration._newton import damped_newton
 
 __all__ = ["BetaCalibrator"]
 
@@ -80,30 +81,12 @@ def fit_logistic(design, t, sample_weight=None, *, max_iter=100, tol=1e-10):
         w = np.ones_like(t) if sample_weight is None else sample_weight
         rate = float(np.clip((w @ t) / w.sum(), 1e-6, 1 - 1e-6))
         coef[ones[0]] = np.log(rate / (1.0 - rate))
-    loss, grad, hess = _logistic_terms(coef, design, t, sample_weight)
-    converged = False
-    n_iter = 0
-    for n_iter in range(1, max_iter + 1):  # noqa: B007
-        hess[np.diag_indices(d)] += 1e-12 * max(1.0, hess.trace())
-        step = -np.linalg.solve(hess, grad)
-        decrement = -grad @ step
-        if decrement <= 1e-15 * max(1.0, abs(loss)):
-            converged = True  # at the optimum to machine precision
-            break
-        alpha = 1.0
-        while True:
-            new = coef + alpha * step
-            new_loss, new_grad, new_hess = _logistic_terms(
-                new, design, t, sample_weight
-            )
-            if new_loss <= loss - 1e-4 * alpha * decrement or alpha < 1e-10:
-                break
-            alpha *= 0.5
-        done = np.max(np.abs(alpha * step)) <= tol * (1.0 + np.max(np.abs(coef)))
-        coef, loss, grad, hess = new, new_loss, new_grad, new_hess
-        if done:
-            converged = True
-            break
+    coef, n_iter, converged, loss = damped_newton(
+        lambda c: _logistic_terms(c, design, t, sample_weight),
+        coef,
+        max_iter=max_iter,
+        tol=tol,
+    )
     return coef / scale, n_iter, converged, loss
 
 

@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import Interval
 from skcalib._base import BaseCalibrator
 from skcalib._scores import softmax
 from skcalib.calibration._binary import _BinaryMapCalibrator
+from skcalib.calibration._newton import damped_newton
 
 __all__ = ["PlattCalibrator", "TemperatureCalibrator"]
 
@@ -78,29 +79,9 @@ def fit_platt(s, y, sample_weight=None, *, max_iter=100, tol=1e-10):
     scale = max(1.0, float(np.max(np.abs(s))))
     s = s / scale
     params = np.array([0.0, np.log((n_pos + 1.0) / (n_neg + 1.0))])
-    loss, grad, hess = _platt_terms(params, s, t, w)
-    converged = False
-    n_iter = 0
-    for n_iter in range(1, max_iter + 1):  # noqa: B007
-        # A tiny ridge keeps the system solvable for constant scores.
-        hess[np.diag_indices(2)] += 1e-12 * max(1.0, hess.trace())
-        step = -np.linalg.solve(hess, grad)
-        decrement = -grad @ step
-        if decrement <= 1e-15 * max(1.0, abs(loss)):
-            converged = True  # already at the optimum to machine precision
-            break
-        alpha = 1.0
-        while True:
-            new = params + alpha * step
-            new_loss, new_grad, new_hess = _platt_terms(new, s, t, w)
-            if new_loss <= loss - 1e-4 * alpha * decrement or alpha < 1e-10:
-                break
-            alpha *= 0.5
-        done = np.max(np.abs(alpha * step)) <= tol * (1.0 + np.max(np.abs(params)))
-        params, loss, grad, hess = new, new_loss, new_grad, new_hess
-        if done:
-            converged = True
-            break
+    params, n_iter, converged, _ = damped_newton(
+        lambda p: _platt_terms(p, s, t, w), params, max_iter=max_iter, tol=tol
+    )
     return params[0] / scale, params[1], n_iter, converged
 
 
