@@ -52,6 +52,19 @@ def test_equals_isotonic_refit_per_test_point(seed):
     assert np.all(p0 <= p1 + 1e-15)
 
 
+def test_large_tables_use_sorted_lookup_with_the_same_result():
+    rng = np.random.default_rng(9)
+    s = np.round(rng.normal(scale=3, size=20_000), 3)  # ties and gaps
+    y = (rng.uniform(size=s.size) < expit(s)).astype(float)
+    table = venn_abers_table(s, y)
+    assert table[0].size > 4096
+    test = np.r_[s[:3000], rng.normal(scale=4, size=3000), s.min() - 1, s.max() + 1]
+    p0, p1 = venn_abers_interval(table, test)
+    x, t0, t1 = table
+    np.testing.assert_array_equal(p0, t0[np.searchsorted(x, test, side="right")])
+    np.testing.assert_array_equal(p1, t1[np.searchsorted(x, test, side="left")])
+
+
 def test_estimator_equals_refit_and_merges_the_pair():
     rng = np.random.default_rng(10)
     s = np.round(rng.normal(scale=2, size=120), 1)

@@ -141,6 +141,15 @@ def venn_abers_interval(table, score):
     ``p1 = 1``. O(log k) per score.
     """
     x, p0, p1 = table
+    if score.size > 4096 and x.size > 4096:
+        # Binary searches of sorted keys reuse the previous position and stay
+        # in cache; random keys into a large table miss it at every level.
+        order = np.argsort(score)
+        keys = score[order]
+        out0, out1 = np.empty(score.size), np.empty(score.size)
+        out0[order] = p0[np.searchsorted(x, keys, side="right")]
+        out1[order] = p1[np.searchsorted(x, keys, side="left")]
+        return out0, out1
     return (
         p0[np.searchsorted(x, score, side="right")],
         p1[np.searchsorted(x, score, side="left")],
