@@ -3,12 +3,14 @@
 import sys
 
 USAGE = """\
-usage: python -m benchmarks {speed,quality} [--quick] [--out DIR] [--peers LIST]
+usage: python -m benchmarks {speed,quality,conformal} [--quick] [--out DIR] ...
 
   speed    time skcalib's calibrators and metrics against sklearn, netcal,
            torchmetrics, ... (writes speed.md)
   quality  fit every calibrator on the real predictions in shared/data and
            score it on held-out rows (writes quality.md)
+  conformal  coverage and set size of ConformalClassifier over random splits
+           of the real predictions, and its speed (writes conformal.md)
 
 Each command has --help. Full runs write benchmarks/results/; --quick runs
 write to a temporary folder unless --out is given."""
@@ -24,6 +26,8 @@ def main(argv=None):
         from benchmarks.speed import main as run
     elif command == "quality":
         from benchmarks.quality import main as run
+    elif command == "conformal":
+        from benchmarks.bench_conformal import main as run
     else:
         print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2

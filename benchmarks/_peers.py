@@ -279,8 +279,8 @@ def discover_calibrators():
     found = {}
     for name in getattr(skcalib, "__all__", []):
         obj = getattr(skcalib, name, None)
-        if not isinstance(obj, type):
-            continue
+        if not isinstance(obj, type) or hasattr(obj, "predict_set"):
+            continue  # prediction sets (ConformalClassifier), not a calibrator
         if (BaseCalibrator and issubclass(obj, BaseCalibrator)) or (
             hasattr(obj, "fit") and hasattr(obj, "predict_proba")
         ):

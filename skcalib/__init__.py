@@ -7,6 +7,7 @@ heavy is imported here.
 
 from skcalib.calibration import (
     BetaCalibrator,
+    ConformalClassifier,
     DirichletCalibrator,
     HistogramBinningCalibrator,
     IsotonicCalibrator,
@@ -22,6 +23,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "BetaCalibrator",
+    "ConformalClassifier",
     "DirichletCalibrator",
     "HistogramBinningCalibrator",
     "IsotonicCalibrator",

@@ -55,6 +55,8 @@ def available_methods():
     methods = {}
     for name in skcalib.__all__:
         obj = getattr(skcalib, name)
+        if hasattr(obj, "predict_set"):
+            continue  # prediction sets (ConformalClassifier), not a calibrator
         if inspect.isclass(obj) and issubclass(obj, BaseCalibrator):
             methods[_method_name(obj)] = obj
     return dict(sorted(methods.items()))

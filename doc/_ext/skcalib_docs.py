@@ -40,6 +40,7 @@ EXAMPLE_ORDER = [
     "plot_tune_n_bins.py",
     "plot_reliability_cifar100.py",
     "plot_report_command.py",
+    "plot_conformal_prediction_sets.py",
 ]
 
 

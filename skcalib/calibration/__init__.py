@@ -2,6 +2,7 @@
 
 from skcalib.calibration._beta import BetaCalibrator
 from skcalib.calibration._binning import HistogramBinningCalibrator
+from skcalib.calibration._conformal import ConformalClassifier
 from skcalib.calibration._dirichlet import (
     DirichletCalibrator,
     MatrixScalingCalibrator,
@@ -14,6 +15,7 @@ from skcalib.calibration._venn_abers import VennAbersCalibrator
 
 __all__ = [
     "BetaCalibrator",
+    "ConformalClassifier",
     "DirichletCalibrator",
     "HistogramBinningCalibrator",
     "IsotonicCalibrator",

@@ -20,6 +20,11 @@ from skcalib.metrics._calibration_error import (
     expected_calibration_error,
     maximum_calibration_error,
 )
+from skcalib.metrics._conformal import (
+    classwise_set_coverage,
+    mean_set_size,
+    set_coverage_score,
+)
 from skcalib.metrics._curve import ReliabilityCurve, reliability_curve
 from skcalib.metrics._interval import (
     CalibrationErrorInterval,
@@ -51,13 +56,16 @@ __all__ = [
     "calibration_refinement_decomposition",
     "classwise_calibration_error",
     "classwise_ece_scorer",
+    "classwise_set_coverage",
     "ece_scorer",
     "expected_calibration_error",
     "get_scorer",
     "get_scorer_names",
     "maximum_calibration_error",
+    "mean_set_size",
     "mce_scorer",
     "negative_log_likelihood",
     "nll_scorer",
     "reliability_curve",
+    "set_coverage_score",
 ]
