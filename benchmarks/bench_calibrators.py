@@ -138,16 +138,31 @@ def bench_binning(n, repeat, rng):
     y = rng.integers(0, 2, n)
     p = rng.beta(2, 2, n)
 
-    def ours():
-        HistogramBinningCalibrator(n_bins=15).fit(p, y).predict_proba(p)
+    out = {}
 
-    (t_ours,) = median_times([ours], repeat)
+    def ours():
+        out["ours"] = HistogramBinningCalibrator(n_bins=15).fit(p, y).predict_proba(p)
+
+    def plain():
+        # What a hand-written version does: searchsorted, bincount, lookup.
+        interior = np.linspace(0.0, 1.0, 16)[1:-1]
+        ids = np.searchsorted(interior, p)
+        counts = np.bincount(ids, minlength=15)
+        pos = np.bincount(ids, weights=y, minlength=15)
+        table = np.where(counts > 0, pos / np.maximum(counts, 1), 0.5)
+        q = table[np.searchsorted(interior, p)]
+        out["plain"] = np.column_stack((1.0 - q, q))
+
+    t_ours, t_plain = median_times([ours, plain], repeat)
+    diff = np.abs(
+        out["ours"][:, 1] - np.clip(out["plain"][:, 1], 1e-12, 1 - 1e-12)
+    ).max()
     return (
         f"histogram binning fit+predict n={n:.0e}",
         t_ours,
-        float("nan"),
-        "(absolute target)",
-        "",
+        t_plain,
+        "plain numpy (searchsorted + bincount)",
+        f"max |diff| {diff:.1e}",
         ("< 10 ms", t_ours < 0.010),
     )
 

@@ -27,6 +27,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from skcalib._chunks import ChunkedData, _as_dask_array, is_dask_collection
 from skcalib._scores import Scores, check_probabilities, looks_like_probabilities
 
 __all__ = ["BaseCalibrator"]
@@ -217,6 +218,8 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         self : object
             The fitted calibrator.
         """
+        if is_dask_collection(X) or is_dask_collection(y):
+            return self._fit_chunked(ChunkedData.from_dask(X, y, sample_weight))
         scores, kind = self._raw_scores(X, reset=True)
         self.classes_, y_enc = self._encode_y(y)
         if scores.shape[0] != y_enc.shape[0]:
@@ -234,6 +237,106 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         self._fit(self._scores(scores, kind, reset=True), y_enc, sample_weight)
         return self
 
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit_chunks(self, chunks):
+        """Fit on raw scores that arrive in chunks, without holding them all.
+
+        Each pass over the data reads every chunk once and keeps only small
+        per-chunk statistics, added up in chunk order: the fitted map equals
+        the one :meth:`fit` gives on the concatenated chunks (up to float64
+        rounding of the sums; see the calibrator's notes for the methods
+        that approximate). :meth:`fit` does the same when given Dask arrays.
+        Raw-score mode only.
+
+        Parameters
+        ----------
+        chunks : list of tuple, or callable
+            Chunks ``(X, y)`` or ``(X, y, sample_weight)``, each as
+            :meth:`fit` takes them, as a list or tuple, or a callable
+            returning a new iterable of chunks at each call (the data are
+            read several times: about 2 + the number of Newton steps).
+
+        Returns
+        -------
+        self : object
+            The fitted calibrator.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skcalib import TemperatureCalibrator
+        >>> rng = np.random.default_rng(0)
+        >>> y = rng.integers(0, 3, 3000)
+        >>> logits = 3.0 * (rng.normal(size=(3000, 3)) + np.eye(3)[y])
+        >>> chunks = [(logits[i : i + 1000], y[i : i + 1000]) for i in (0, 1000)]
+        >>> chunks.append((logits[2000:], y[2000:]))
+        >>> a = TemperatureCalibrator().fit_chunks(chunks).temperature_
+        >>> b = TemperatureCalibrator().fit(logits, y).temperature_
+        >>> bool(abs(a - b) < 1e-8 * b)
+        True
+        """
+        return self._fit_chunked(ChunkedData.from_chunks(chunks))
+
+    def _fit_chunked(self, data):
+        name = type(self).__name__
+        if self.estimator is not None:
+            raise ValueError(
+                f"{name} fits chunks or Dask arrays of raw scores only "
+                "(estimator=None); compute the estimator's scores chunk by chunk "
+                "first."
+            )
+        if not hasattr(self, "_fit_chunks"):
+            raise TypeError(
+                f"{name} cannot be fitted in chunks; TemperatureCalibrator, "
+                "PlattCalibrator, HistogramBinningCalibrator (uniform bins) and "
+                "IsotonicCalibrator can."
+            )
+        data.survey(self.score_type)
+        self.classes_ = data.classes
+        n_classes = data.classes.size
+        if n_classes < 2:
+            raise ValueError(
+                f"y has one class only ({data.classes[0]!r}); calibration needs at "
+                "least two classes."
+            )
+        if not data.total_weight > 0:
+            raise ValueError("All sample weights are zero; there is nothing to fit.")
+        if not (
+            data.n_columns == n_classes or (n_classes == 2 and data.n_columns == 1)
+        ):
+            raise ValueError(
+                f"X has {data.n_columns} column(s) but there are {n_classes} classes "
+                f"{data.classes.tolist()}; raw scores need one column per class."
+            )
+        for attr in ("n_features_in_", "feature_names_in_"):
+            if hasattr(self, attr):
+                delattr(self, attr)
+        if data.n_columns > 1:
+            self.n_features_in_ = data.n_columns
+        self.score_type_ = data.score_type
+        self._fit_chunks(data)
+        return self
+
+    def _dask_predict_proba(self, X):
+        X = _as_dask_array(X)
+        n_classes = len(self.classes_)
+        dtype = np.float32 if X.dtype == np.float32 else np.float64
+        if X.ndim == 1:
+            return X.map_blocks(
+                self.predict_proba,
+                new_axis=1,
+                chunks=(X.chunks[0], (n_classes,)),
+                dtype=dtype,
+                meta=np.empty((0, 0), dtype=dtype),
+            )
+        X = X.rechunk({1: -1})
+        return X.map_blocks(
+            self.predict_proba,
+            chunks=(X.chunks[0], (n_classes,)),
+            dtype=dtype,
+            meta=np.empty((0, 0), dtype=dtype),
+        )
+
     def predict_proba(self, X):
         """Calibrated probabilities.
 
@@ -250,6 +353,8 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
             problems). float32 input gives float32 output.
         """
         check_is_fitted(self)
+        if is_dask_collection(X):
+            return self._dask_predict_proba(X)
         return self._predict_proba(
             self._scores(*self._raw_scores(X, reset=False), reset=False)
         )
@@ -297,6 +402,13 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
             Labels from ``classes_``.
         """
         proba = self.predict_proba(X)
+        if is_dask_collection(proba):
+            return proba.map_blocks(
+                lambda p: self.classes_[np.argmax(p, axis=1)],
+                drop_axis=1,
+                dtype=self.classes_.dtype,
+                meta=np.empty((0,), dtype=self.classes_.dtype),
+            )
         return self.classes_[np.argmax(proba, axis=1)]
 
     def get_feature_names_out(self, input_features=None):

@@ -20,6 +20,7 @@ calibrator for any number of classes, once for all of them:
 """
 
 from abc import abstractmethod
+from functools import partial
 
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
@@ -32,6 +33,17 @@ __all__ = []
 #: Calibrated probabilities of one-score maps are kept in
 #: ``[OUTPUT_EPS, 1 - OUTPUT_EPS]`` so that log-loss stays finite.
 OUTPUT_EPS = 1e-12
+
+
+def _map_view(scores, y, *, k, map_input):
+    """Score and 0/1 target of map ``k`` (None: the binary map) of a chunk."""
+    if k is None:
+        if map_input == "proba":
+            return scores.positive_proba, y == 1
+        return scores.positive_log_odds, y == 1
+    if map_input == "proba":
+        return scores.proba[:, k], y == k
+    return log_odds(scores.log_proba.astype(np.float64, copy=False))[:, k], y == k
 
 
 class _BinaryMapCalibrator(BaseCalibrator):
@@ -91,6 +103,38 @@ class _BinaryMapCalibrator(BaseCalibrator):
                         None if w is None else w[mask],
                     )
                 )
+        self.calibrators_ = maps
+        self._set_fitted_views()
+
+    def _fit_chunks(self, data):
+        """Fit every map on chunked data (binary and one-vs-rest).
+
+        Subclasses that can do it implement ``_fit_map_chunks(data, view,
+        n_pos)``: ``view(scores, y)`` gives the map's score and 0/1 target
+        of a chunk, ``n_pos`` is the weighted count of positives.
+        """
+        name = type(self).__name__
+        if not hasattr(self, "_fit_map_chunks"):
+            raise TypeError(
+                f"{name} cannot be fitted in chunks; TemperatureCalibrator, "
+                "PlattCalibrator, HistogramBinningCalibrator and IsotonicCalibrator "
+                "can."
+            )
+        n_classes = data.classes.size
+        if n_classes == 2 and self.multi_class == "ovr":
+            columns = [None]
+        elif self.multi_class == "ovr":
+            columns = range(n_classes)
+        else:
+            raise ValueError(
+                f"{name} fits chunks with multi_class='ovr' only (top-label maps "
+                "need the predicted class of every sample first)."
+            )
+        maps = []
+        for k in columns:
+            view = partial(_map_view, k=k, map_input=self._map_input)
+            n_pos = data.class_weight[1 if k is None else k]
+            maps.append(self._fit_map_chunks(data, view, float(n_pos)))
         self.calibrators_ = maps
         self._set_fitted_views()
 

@@ -1,14 +1,22 @@
 """Histogram binning."""
 
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from skcalib.calibration._binary import OUTPUT_EPS, _BinaryMapCalibrator
-from skcalib.metrics._binning import assign_bins, bin_edges, bin_sums
+from skcalib.metrics._binning import bin_edges, binned_sums, lookup_bins
 
 __all__ = ["HistogramBinningCalibrator"]
+
+
+def _binned_chunk(scores, y, w, *, view, edges, smooth):
+    """Per-bin weights, positives (and scores) of one chunk of one map."""
+    score, target = view(scores, y)
+    values = (target, score) if smooth else (target,)
+    return binned_sums(score, edges, w, *values)
 
 
 class HistogramBinningCalibrator(_BinaryMapCalibrator):
@@ -128,16 +136,31 @@ class HistogramBinningCalibrator(_BinaryMapCalibrator):
 
     def _fit_map(self, score, target, sample_weight):
         edges = bin_edges(score, self.n_bins, self.strategy, sample_weight)
-        n = edges.size - 1
-        ids = assign_bins(score, edges)
+        values = (target, score) if self.smoothing > 0 else (target,)
+        return self._table(edges, *binned_sums(score, edges, sample_weight, *values))
+
+    def _fit_map_chunks(self, data, view, n_pos):
+        if self.strategy != "uniform":
+            raise ValueError(
+                "HistogramBinningCalibrator fits chunks with strategy='uniform' only "
+                "(quantile edges need every score at once); got "
+                f"strategy={self.strategy!r}."
+            )
+        edges = bin_edges(None, self.n_bins, "uniform")
+        sums = data.map_scores(
+            partial(_binned_chunk, view=view, edges=edges, smooth=self.smoothing > 0)
+        )
+        return self._table(edges, *sums)
+
+    def _table(self, edges, counts, sum_y, sum_p=None):
+        """The fitted map from per-bin weights, positives and (with
+        smoothing) sums of the scores."""
         m = float(self.smoothing)
         midpoints = 0.5 * (edges[:-1] + edges[1:])
         if m > 0:
-            counts, sum_y, sum_p = bin_sums(ids, n, sample_weight, target, score)
             filled = counts > 0
             prior = np.where(filled, sum_p / np.where(filled, counts, 1.0), midpoints)
         else:  # the prior only fills empty bins: no need to sum the scores
-            counts, sum_y = bin_sums(ids, n, sample_weight, target)
             prior = midpoints
         denom = counts + m
         proba = np.where(
@@ -156,4 +179,4 @@ class HistogramBinningCalibrator(_BinaryMapCalibrator):
 
     def _apply_map(self, fitted, score):
         edges, proba = fitted
-        return proba[assign_bins(score, edges)]
+        return lookup_bins(score, edges, proba)

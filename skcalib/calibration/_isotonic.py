@@ -1,11 +1,45 @@
 """Isotonic regression calibration, on top of scikit-learn's IsotonicRegression."""
 
+from functools import partial
+
 import numpy as np
 from sklearn.isotonic import IsotonicRegression, isotonic_regression
 
 from skcalib.calibration._binary import _BinaryMapCalibrator
 
 __all__ = ["IsotonicCalibrator"]
+
+
+#: Chunked fitting pools the scores into this many equal cells of their range.
+CHUNK_CELLS = 1 << 16
+
+
+def _range_chunk(scores, y, w, *, view):
+    score = view(scores, y)[0]
+    if w is not None:
+        score = score[w > 0]
+    if not score.size:
+        return None
+    return float(score.min()), float(score.max())
+
+
+def _cell_chunk(scores, y, w, *, view, lo, hi, n_cells):
+    """Weights, positives and scores summed per cell of ``[lo, hi]``."""
+    score, target = view(scores, y)
+    scale = n_cells / (hi - lo) if hi > lo else 0.0
+    cell = np.clip((score - lo) * scale, 0, n_cells - 1).astype(np.intp)
+    if w is None:
+        counts = np.bincount(cell, minlength=n_cells).astype(np.float64)
+        return (
+            counts,
+            np.bincount(cell, weights=target.astype(np.float64), minlength=n_cells),
+            np.bincount(cell, weights=score, minlength=n_cells),
+        )
+    return (
+        np.bincount(cell, weights=w, minlength=n_cells),
+        np.bincount(cell, weights=w * target, minlength=n_cells),
+        np.bincount(cell, weights=w * score, minlength=n_cells),
+    )
 
 
 class IsotonicCalibrator(_BinaryMapCalibrator):
@@ -24,6 +58,13 @@ class IsotonicCalibrator(_BinaryMapCalibrator):
     data: with fewer than about a thousand calibration samples its step
     function overfits; prefer :class:`PlattCalibrator` or
     :class:`TemperatureCalibrator` there.
+
+    :meth:`fit_chunks` (and :meth:`fit` on Dask arrays) pools the scores
+    into 65536 equal cells of their range (in log-odds) and fits the
+    isotonic regression of the cells' weighted mean scores and targets: the
+    same map as :meth:`fit` when no cell holds two distinct scores (for
+    example a model with fewer distinct outputs), else an approximation at
+    that resolution.
 
     Parameters
     ----------
@@ -111,6 +152,24 @@ class IsotonicCalibrator(_BinaryMapCalibrator):
         return IsotonicRegression(
             y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip"
         ).fit(x_u[ends], y_u[ends])
+
+    def _fit_map_chunks(self, data, view, n_pos):
+        # Two passes: the range of the scores, then per-cell sums on
+        # CHUNK_CELLS equal cells of it; the fit is the exact isotonic
+        # regression of the cells' weighted mean scores and targets.
+        lo, hi = data.map_scores(
+            partial(_range_chunk, view=view),
+            combine=lambda parts: (
+                min(p[0] for p in parts if p is not None),
+                max(p[1] for p in parts if p is not None),
+            ),
+        )
+        counts, sum_y, sum_s = data.map_scores(
+            partial(_cell_chunk, view=view, lo=lo, hi=hi, n_cells=CHUNK_CELLS)
+        )
+        keep = counts > 0
+        w = counts[keep]
+        return self._fit_map(sum_s[keep] / w, sum_y[keep] / w, w)
 
     def _apply_map(self, fitted, score):
         # IsotonicRegression.predict with out_of_bounds="clip": linear

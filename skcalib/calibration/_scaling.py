@@ -2,6 +2,7 @@
 
 import warnings
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
@@ -75,14 +76,38 @@ def fit_platt(s, y, sample_weight=None, *, max_iter=100, tol=1e-10):
     pos = y > 0.5
     n_pos = float(w[pos].sum()) if w is not None else float(pos.sum())
     n_neg = float(w[~pos].sum()) if w is not None else float((~pos).sum())
-    t = np.where(pos, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
     scale = max(1.0, float(np.max(np.abs(s))))
-    s = s / scale
+    terms = partial(_platt_chunk_terms, n_pos=n_pos, n_neg=n_neg, scale=scale)
+    return _solve_platt(
+        lambda p: terms(s, pos, w, p), n_pos, n_neg, scale, max_iter, tol
+    )
+
+
+def _platt_chunk_terms(s, pos, w, params, *, n_pos, n_neg, scale):
+    """:func:`_platt_terms` with Platt's targets, on scores divided by
+    ``scale``."""
+    t = np.where(pos, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    return _platt_terms(params, s / scale, t, w)
+
+
+def _solve_platt(terms, n_pos, n_neg, scale, max_iter, tol):
+    """Newton from the smoothed base rate; ``(a, b, n_iter, converged)``."""
     params = np.array([0.0, np.log((n_pos + 1.0) / (n_neg + 1.0))])
     params, n_iter, converged, _ = damped_newton(
-        lambda p: _platt_terms(p, s, t, w), params, max_iter=max_iter, tol=tol
+        terms, params, max_iter=max_iter, tol=tol
     )
     return params[0] / scale, params[1], n_iter, converged
+
+
+def _platt_map_chunk_terms(scores, y, w, *, view, params, **kwargs):
+    """Platt terms of one chunk of one map (see ``_BinaryMapCalibrator``)."""
+    s, pos = view(scores, y)
+    loss, grad, hess = _platt_chunk_terms(s, pos, w, params, **kwargs)
+    return loss, grad, hess
+
+
+def _abs_max_chunk(scores, y, w, *, view):
+    return (float(np.max(np.abs(view(scores, y)[0]), initial=0.0)),)
 
 
 class PlattCalibrator(_BinaryMapCalibrator):
@@ -190,9 +215,30 @@ class PlattCalibrator(_BinaryMapCalibrator):
         self.tol = tol
 
     def _fit_map(self, score, target, sample_weight):
-        a, b, n_iter, converged = fit_platt(
-            score, target, sample_weight, max_iter=self.max_iter, tol=self.tol
+        return self._platt_result(
+            *fit_platt(
+                score, target, sample_weight, max_iter=self.max_iter, tol=self.tol
+            )
         )
+
+    def _fit_map_chunks(self, data, view, n_pos):
+        n_neg = data.total_weight - n_pos
+        (abs_max,) = data.map_scores(
+            partial(_abs_max_chunk, view=view),
+            combine=lambda parts: (max(p[0] for p in parts if p is not None),),
+        )
+        kwargs = {"n_pos": n_pos, "n_neg": n_neg, "scale": max(1.0, abs_max)}
+
+        def terms(params):
+            return data.map_scores(
+                partial(_platt_map_chunk_terms, view=view, params=params, **kwargs)
+            )
+
+        return self._platt_result(
+            *_solve_platt(terms, n_pos, n_neg, kwargs["scale"], self.max_iter, self.tol)
+        )
+
+    def _platt_result(self, a, b, n_iter, converged):
         if not converged:
             warnings.warn(
                 f"Platt scaling did not converge in max_iter={self.max_iter} Newton "
@@ -263,28 +309,25 @@ def _temperature_terms(z, z_max, dy, beta, w, chunk_rows, n_jobs=1, coarse=False
 
 
 def _newton_temperature(
-    z, z_max, dy, w, u, max_iter, tol, bounds, n_jobs, coarse_first=False
+    terms, u, total_weight, max_iter, tol, bounds, coarse_first=False
 ):
     """Safeguarded Newton on the root of the NLL derivative in ``u = log beta``.
 
-    ``coarse_first``: the first pass uses float32 derivatives (see
-    :func:`_temperature_terms`); its Newton step is taken only if it stays in
-    the bracket, it never moves the bracket and never ends the iteration.
+    ``terms(beta, coarse)`` returns the NLL and its first and second
+    derivatives in ``beta`` summed over the data (one pass; see
+    :func:`_temperature_terms`). ``coarse_first``: the first pass uses
+    float32 derivatives; its Newton step is taken only if it stays in the
+    bracket, it never moves the bracket and never ends the iteration.
     """
-    n, k = z.shape
-    chunk_rows = max(1, 2**16 // max(1, k))
     u_lo, u_hi = -np.log(bounds[1]), -np.log(bounds[0])
     lo, hi = u_lo, u_hi  # bracket of the root in u
-    total_weight = float(n if w is None else w.sum())
     status = "max_iter"
     n_iter = 0
     last_newton = None  # size of the previous step if it was a Newton step
     coarse = coarse_first
     for n_iter in range(1, max_iter + 1):  # noqa: B007
         beta = np.exp(u)
-        _, g, h = _temperature_terms(
-            z, z_max, dy, beta, w, chunk_rows, n_jobs, coarse=coarse
-        )
+        _, g, h = terms(beta, coarse)
         if coarse:
             coarse = False
             u_new = u - g / (h * beta) if h > 0 else np.nan
@@ -387,29 +430,42 @@ def fit_temperature(
         # Every sample's true class has the top score: the NLL decreases in
         # beta without bound, the infimum is at T -> 0.
         return float(bounds[0]), 0, "lower_bound"
+    chunk_rows = max(1, 2**16 // max(1, z.shape[1]))
+
+    def terms_of(rows):
+        zr, z_max_r, dy_r = z[rows], z_max[rows], dy[rows]
+        w_r = None if sample_weight is None else sample_weight[rows]
+
+        def terms(beta, coarse):
+            return _temperature_terms(
+                zr, z_max_r, dy_r, beta, w_r, chunk_rows, n_jobs, coarse=coarse
+            )
+
+        return terms, float(zr.shape[0] if w_r is None else w_r.sum())
+
     u = 0.0
     if n > 200_000:
-        sub = slice(None, None, 16)
-        w_sub = None if sample_weight is None else sample_weight[sub]
-        if w_sub is None or w_sub.sum() > 0:
-            u, _, status = _newton_temperature(
-                z[sub], z_max[sub], dy[sub], w_sub, u, max_iter, 1e-3, bounds, n_jobs
-            )
+        terms, total = terms_of(slice(None, None, 16))
+        if total > 0:
+            u, _, status = _newton_temperature(terms, u, total, max_iter, 1e-3, bounds)
             if status != "converged":
                 u = 0.0
+    terms, total = terms_of(slice(None))
     u, n_iter, status = _newton_temperature(
-        z,
-        z_max,
-        dy,
-        sample_weight,
-        u,
-        max_iter,
-        tol,
-        bounds,
-        n_jobs,
-        coarse_first=n > 200_000,
+        terms, u, total, max_iter, tol, bounds, coarse_first=n > 200_000
     )
     return float(np.exp(-u)), n_iter, status
+
+
+def _temperature_chunk_terms(scores, y, w, *, beta, coarse):
+    """:func:`_temperature_terms` of one chunk of scores."""
+    z = scores.logits
+    z_max = z.max(axis=1).astype(np.float64)
+    dy = z[np.arange(z.shape[0]), y] - z_max
+    chunk_rows = max(1, 2**16 // max(1, z.shape[1]))
+    return tuple(
+        _temperature_terms(z, z_max, dy, beta, w, chunk_rows, 1, coarse=coarse)
+    )
 
 
 class TemperatureCalibrator(BaseCalibrator):
@@ -518,14 +574,32 @@ class TemperatureCalibrator(BaseCalibrator):
         self.n_jobs = n_jobs
 
     def _fit(self, scores, y, sample_weight):
-        temperature, n_iter, status = fit_temperature(
-            scores.logits,
-            y,
-            sample_weight,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            n_jobs=effective_n_jobs(self.n_jobs),
+        self._set_temperature(
+            *fit_temperature(
+                scores.logits,
+                y,
+                sample_weight,
+                max_iter=self.max_iter,
+                tol=self.tol,
+                n_jobs=effective_n_jobs(self.n_jobs),
+            )
         )
+
+    def _fit_chunks(self, data):
+        # Same Newton iteration, each pass a sum over the chunks. A problem
+        # whose NLL does not depend on T (constant rows) stops at T = 1; one
+        # where every sample is right with a margin runs to the lower bound.
+        def terms(beta, coarse):
+            return data.map_scores(
+                partial(_temperature_chunk_terms, beta=beta, coarse=coarse)
+            )
+
+        u, n_iter, status = _newton_temperature(
+            terms, 0.0, data.total_weight, self.max_iter, self.tol, (1e-4, 1e4)
+        )
+        self._set_temperature(float(np.exp(-u)), n_iter, status)
+
+    def _set_temperature(self, temperature, n_iter, status):
         if status == "max_iter":
             warnings.warn(
                 f"Temperature scaling did not converge in max_iter={self.max_iter} "

@@ -15,6 +15,7 @@ Binned metrics use right-closed bins ``(lo, hi]`` (the first one ``[0, e1]``),
 as :func:`sklearn.calibration.calibration_curve`.
 """
 
+from skcalib.metrics._accumulator import CalibrationAccumulator
 from skcalib.metrics._calibration_error import (
     classwise_calibration_error,
     expected_calibration_error,
@@ -47,6 +48,7 @@ from skcalib.metrics._scorer import (
 )
 
 __all__ = [
+    "CalibrationAccumulator",
     "CalibrationErrorInterval",
     "CalibrationRefinement",
     "ReliabilityCurve",

@@ -28,10 +28,9 @@ import numpy as np
 
 __all__ = []  # private module: nothing public here
 
-#: Uniform edges of at most this many bins are assigned arithmetically (see
-#: :func:`assign_bins`); the bins are then far wider than the rounding error of
-#: ``score * n_bins`` in float32, so the first guess is off by at most one bin.
-_ARITHMETIC_MAX_BINS = 1 << 16
+#: Edges of at most this many bins are assigned through a cell table (see
+#: :func:`assign_bins`); more bins use a binary search.
+_TABLE_MAX_BINS = 1 << 16
 
 
 def _weighted_quantiles(scores, quantiles, sample_weight=None):
@@ -48,6 +47,8 @@ def _weighted_quantiles(scores, quantiles, sample_weight=None):
     s = scores[order]
     w = np.asarray(sample_weight, dtype=np.float64)[order]
     keep = w > 0
+    if not keep.any():  # no weight at all: no edge (bin_edges drops NaN)
+        return np.full(np.shape(quantiles), np.nan)
     s, w = s[keep], w[keep]
     cum = np.cumsum(w)
     cum /= cum[-1]
@@ -98,45 +99,132 @@ def bin_edges(scores, n_bins, strategy="uniform", sample_weight=None):
 
 
 @lru_cache(maxsize=32)
-def _uniform_edges(n_bins):
-    """``np.linspace(0, 1, n_bins + 1)`` (read-only, cached)."""
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    edges.flags.writeable = False
-    return edges
+def _cell_tables(interior_bytes, dtype_char, n_cells):
+    """Bin of each of ``n_cells + 1`` cells of ``[0, 1]`` and whether it is
+    ambiguous (see :func:`_assign_by_cells`); read-only, cached."""
+    interior = np.frombuffer(interior_bytes, dtype=np.dtype(dtype_char))
+    # Cell c holds the scores s with c / G <= s < (c + 1) / G; cell G holds
+    # s >= 1. Powers of two: these bounds are exact in float32 and float64.
+    starts = (np.arange(n_cells + 2, dtype=np.float64) / n_cells).astype(interior.dtype)
+    counts = np.searchsorted(interior, starts, side="left")
+    bins = counts[:-1].astype(np.intp)
+    # Every score of a cell has the same number of edges strictly below it
+    # unless an edge lies in [start, end) of the cell.
+    ambiguous = counts[1:] != counts[:-1]
+    # Out-of-range scores are clipped into the first or last cell.
+    ambiguous[0] |= interior.size > 0 and interior[0] < 0
+    ambiguous[-1] = interior.size > 0 and interior[-1] >= 1
+    bins.flags.writeable = ambiguous.flags.writeable = False
+    return bins, ambiguous
 
 
-@lru_cache(maxsize=32)
-def _uniform_edges_in(n_bins, dtype_char):
-    """Edges of ``n_bins`` uniform bins rounded to the score dtype, as two
-    lookup tables: the left and the right edge of each bin, with NaN where a
-    bin has no finite neighbour (the first bin's left, the last bin's right),
-    so that a comparison against it is always false."""
-    edges = _uniform_edges(n_bins).astype(np.dtype(dtype_char))
-    left, right = edges[:-1].copy(), edges[1:].copy()
-    left[0] = right[-1] = np.nan
-    left.flags.writeable = right.flags.writeable = False
-    return left, right
+def _n_cells(n_bins):
+    """Number of cells (a power of two, >= 16 per bin) of the table path."""
+    return max(1 << 12, 1 << int(np.ceil(np.log2(16 * n_bins))))
 
 
-def _assign_uniform(scores, n_bins):
-    """:func:`assign_bins` for ``np.linspace(0, 1, n_bins + 1)`` edges.
+def _cells(scores, interior):
+    """Cell of each score and the tables of :func:`_cell_tables`."""
+    n_cells = _n_cells(interior.size + 1)
+    bins, ambiguous = _cell_tables(interior.tobytes(), interior.dtype.char, n_cells)
+    with np.errstate(over="ignore", invalid="ignore"):
+        cell = scores * scores.dtype.type(n_cells)
+    np.fmin(cell, n_cells, out=cell)  # NaN becomes n_cells (the last bin)
+    np.fmax(cell, 0, out=cell)
+    return cell.astype(np.intp), bins, ambiguous
 
-    ``floor(score * n_bins)`` (computed in the score dtype, clipped to the bin
-    range; NaN goes to the last bin like ``np.searchsorted``) is at most one
-    bin away from the answer; one comparison with the left and one with the
-    right edge of that bin, both rounded to the score dtype, make it exact.
-    Same result as the ``searchsorted`` rule for every input, in O(n) with no
-    binary search.
+
+def _assign_by_cells(scores, interior):
+    """:func:`assign_bins` through a table of ``G`` equal cells of ``[0, 1]``.
+
+    ``G`` is a power of two, so the cell of a score, ``floor(score * G)``, is
+    computed without rounding error in float32 and float64. A cell that no
+    edge cuts lies in one bin, read from a table; the few scores of the cells
+    an edge cuts (at most one cell per edge, so a fraction of about
+    ``1 / 16`` of the bins' width) get a binary search. Scores outside
+    ``[0, 1]`` (and NaN) are clipped into the first or last cell first. Same
+    result as ``np.searchsorted`` on the interior edges for every input.
     """
-    left, right = _uniform_edges_in(n_bins, scores.dtype.char)
-    with np.errstate(over="ignore"):  # huge scores: inf goes to the last bin
-        guess = scores * scores.dtype.type(n_bins)
-    np.fmin(guess, n_bins - 1, out=guess)
-    np.fmax(guess, 0, out=guess)
-    ids = guess.astype(np.intp)
-    ids -= scores <= left[ids]
-    ids += scores > right[ids]
-    return ids
+    shape = scores.shape
+    scores = scores.reshape(-1)
+    cell, bins, ambiguous = _cells(scores, interior)
+    ids = bins.take(cell)
+    fix = np.flatnonzero(ambiguous.take(cell))
+    if fix.size:
+        ids[fix] = np.searchsorted(interior, scores[fix], side="left")
+    return ids.reshape(shape)
+
+
+def _table_path(scores, edges):
+    """The interior edges in the score dtype, and whether the cell-table
+    path applies (float32/float64 scores, 2 to 65536 bins)."""
+    scores = np.asarray(scores)
+    edges = np.asarray(edges)
+    n_bins = edges.size - 1
+    dtype = scores.dtype if scores.dtype.kind == "f" else np.float64
+    interior = np.ascontiguousarray(edges[1:-1], dtype=dtype)
+    fast = scores.dtype in (np.float32, np.float64) and 1 < n_bins <= _TABLE_MAX_BINS
+    return scores, interior, fast
+
+
+def lookup_bins(scores, edges, table):
+    """``table[assign_bins(scores, edges)]`` without the bin indices.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n_samples,)
+        As for :func:`assign_bins`.
+    edges : ndarray of shape (n_bins + 1,)
+        As returned by :func:`bin_edges`.
+    table : ndarray of shape (n_bins,)
+        One value per bin.
+
+    Returns
+    -------
+    values : ndarray of shape (n_samples,)
+        The value of each score's bin.
+    """
+    scores, interior, fast = _table_path(scores, edges)
+    table = np.asarray(table)
+    if not fast:
+        return table[np.searchsorted(interior, scores, side="left")]
+    shape = scores.shape
+    scores = scores.reshape(-1)
+    cell, bins, ambiguous = _cells(scores, interior)
+    out = table[bins].take(cell)
+    fix = np.flatnonzero(ambiguous.take(cell))
+    if fix.size:
+        out[fix] = table[np.searchsorted(interior, scores[fix], side="left")]
+    return out.reshape(shape)
+
+
+def binned_sums(scores, edges, sample_weight=None, *values):
+    """``bin_sums(assign_bins(scores, edges), n_bins, sample_weight, *values)``
+    without the bin indices: totals are accumulated per cell of the table
+    path, then per bin.
+    """
+    scores, interior, fast = _table_path(scores, edges)
+    n_bins = interior.size + 1
+    if not fast:
+        ids = np.searchsorted(interior, scores, side="left")
+        return bin_sums(ids, n_bins, sample_weight, *values)
+    scores = scores.reshape(-1)
+    cell, bins, ambiguous = _cells(scores, interior)
+    totals = bin_sums(cell, bins.size, sample_weight, *values)
+    fix = np.flatnonzero(ambiguous.take(cell))
+    if not fix.size:
+        return tuple(np.bincount(bins, weights=t, minlength=n_bins) for t in totals)
+    exact = bin_sums(
+        np.searchsorted(interior, scores[fix], side="left"),
+        n_bins,
+        None if sample_weight is None else np.asarray(sample_weight)[fix],
+        *[np.asarray(v)[fix] for v in values],
+    )
+    clean = ~ambiguous
+    return tuple(
+        np.bincount(bins[clean], weights=t[clean], minlength=n_bins) + e
+        for t, e in zip(totals, exact, strict=True)
+    )
 
 
 def assign_bins(scores, edges):
@@ -153,27 +241,19 @@ def assign_bins(scores, edges):
     -------
     bin_ids : ndarray of shape (n_samples,), intp
         In ``[0, n_bins - 1]``. Scores below 0 go to the first bin and above 1
-        to the last (callers validate the range before).
+        (or NaN) to the last (callers validate the range before).
 
     Notes
     -----
-    Uniform edges (``strategy="uniform"``) of float32/float64 scores take an
-    arithmetic path, several times faster than the binary search and with
-    identical results (edge values, NaN and out-of-range scores included).
+    Float32/float64 scores with up to 65536 bins take a cell-table path
+    (``floor(score * G)`` for a power of two ``G``, a table lookup, and a
+    binary search only for the few scores next to an edge), several times
+    faster than a binary search for all scores and with identical results
+    (edge values, NaN and out-of-range scores included).
     """
-    scores = np.asarray(scores)
-    edges = np.asarray(edges)
-    n_bins = edges.size - 1
-    if (
-        scores.dtype in (np.float32, np.float64)
-        and 1 < n_bins <= _ARITHMETIC_MAX_BINS
-        and edges.dtype == np.float64
-        and edges.ndim == 1
-        and bool((edges == _uniform_edges(n_bins)).all())
-    ):
-        return _assign_uniform(scores, n_bins)
-    dtype = scores.dtype if scores.dtype.kind == "f" else np.float64
-    interior = np.asarray(edges[1:-1], dtype=dtype)
+    scores, interior, fast = _table_path(scores, edges)
+    if fast:
+        return _assign_by_cells(scores, interior)
     return np.searchsorted(interior, scores, side="left")
 
 
@@ -221,3 +301,310 @@ def bin_sums(bin_ids, n_bins, sample_weight=None, *values):
         counts = np.bincount(bin_ids, weights=w, minlength=n_bins)
         sums = [np.bincount(bin_ids, weights=w * v, minlength=n_bins) for v in values]
     return (counts, *sums)
+
+
+# ------------------------------------------------ quantile edges, pass by pass
+#: Bits of the score keys settled by each pass of :class:`QuantileEdgeSearch`:
+#: a pass returns at most ``2**16`` counts per quantile (2 passes for float32
+#: scores, 4 for float64).
+_DIGIT_BITS = 16
+
+
+def sortable_keys(scores):
+    """Unsigned integer keys in the order of non-negative float scores.
+
+    The IEEE-754 bit pattern of a non-negative float, read as an unsigned
+    integer, increases with the value; ``-0.0`` is first turned into ``0.0``.
+    float32 scores give ``uint32`` keys, float64 scores ``uint64`` keys.
+    """
+    scores = np.asarray(scores)
+    if scores.dtype != np.float32:
+        scores = scores.astype(np.float64, copy=False)
+    utype = np.uint32 if scores.dtype == np.float32 else np.uint64
+    return (scores + scores.dtype.type(0.0)).view(utype)
+
+
+def inverted_cdf_ranks(n, quantiles):
+    """0-based index in the sorted data of each quantile of ``n`` values.
+
+    The index ``np.quantile(..., method="inverted_cdf")`` takes: ``n q - 1``
+    when it is an integer, else its ceiling (at least 0), computed in float64
+    as numpy does.
+    """
+    index = n * np.asarray(quantiles, dtype=np.float64) - 1
+    below = np.floor(index)
+    ranks = np.where(index - below == 0, below, below + 1).astype(np.intp)
+    return np.maximum(ranks, 0)
+
+
+class QuantileEdgeSearch:
+    """The quantile :func:`bin_edges` of data that can be read several times.
+
+    Exact quantiles need every score at once; this finds the same edges from
+    a few passes over the data in chunks, each chunk giving small counts that
+    add up (so chunks can be processed anywhere and merged in any order).
+    The scores are read as sortable integer keys (:func:`sortable_keys`) and
+    settled 16 bits per pass (radix selection): pass ``l`` counts, for every
+    quantile, the scores whose key starts with the bits already settled for
+    it, by their next 16 bits, which fixes those bits. Two passes settle
+    float32 keys, four float64 keys.
+
+    Parameters
+    ----------
+    n_groups : int
+        Number of independent sets of scores (groups), each with its edges.
+    n_bins : int
+        Number of bins asked for.
+    dtype : {numpy.float32, numpy.float64}
+        Dtype of the scores (every chunk must have it).
+    weighted : bool
+        Whether chunks come with sample weights.
+
+    Notes
+    -----
+    Equal to :func:`bin_edges` (``strategy="quantile"``) on the concatenated
+    scores of each group: exactly without weights (integer ranks), and with
+    weights whose cumulative sums are exact (integers, or multiples of a
+    power of two, below ``2**53``). With other weights, the cumulative weight
+    is summed in another order than ``np.cumsum`` over the sorted scores; an
+    edge can then differ only when the cumulative weight of a score is within
+    rounding error (``~1e-16`` relative) of a quantile level.
+
+    A pass reads ``chunks`` through :meth:`digit_counts` (per chunk),
+    :meth:`merge` (any grouping) and :meth:`advance` (once per pass); after
+    :attr:`n_passes` passes :meth:`edges` gives the edges. Memory: at most
+    ``2**16`` counts per quantile and group, whatever the number of scores.
+    """
+
+    def __init__(self, n_groups, n_bins, dtype, weighted):
+        self.n_groups = int(n_groups)
+        self.n_bins = int(n_bins)
+        single = np.dtype(dtype) == np.float32
+        self.dtype = np.dtype(np.float32 if single else np.float64)
+        self.weighted = bool(weighted)
+        self.level = 0
+        self._n = np.zeros(self.n_groups, dtype=np.int64)
+        self._weight = np.zeros(self.n_groups)
+        # Per group: settled key prefix, count and weight of the smaller keys,
+        # goal (count or fraction of weight) and count of keys <= the edge.
+        self._targets = [None] * self.n_groups
+
+    @property
+    def n_passes(self):
+        """Number of passes over the data (2 for float32, 4 for float64)."""
+        return self.dtype.itemsize * 8 // _DIGIT_BITS
+
+    @property
+    def done(self):
+        """Whether every pass has been made."""
+        return self.level == self.n_passes
+
+    def _shift(self):
+        return np.uint64(self.dtype.itemsize * 8 - _DIGIT_BITS * (self.level + 1))
+
+    def digit_counts(self, groups):
+        """Counts of one chunk for the current pass.
+
+        Parameters
+        ----------
+        groups : sequence of (scores, weights)
+            For each group, its scores in this chunk (``self.dtype``, in
+            ``[0, 1]``) and their weights (None when not ``weighted``).
+
+        Returns
+        -------
+        counts : list of (codes, counts, weights)
+            Per group, sorted distinct codes with the number and the total
+            weight (None when not weighted) of the scores having each.
+        """
+        if self.done:
+            raise ValueError("every pass of the quantile search is done.")
+        shift, mask = self._shift(), np.uint64((1 << _DIGIT_BITS) - 1)
+        out = []
+        for g, (scores, weights) in enumerate(groups):
+            keys = sortable_keys(np.asarray(scores, dtype=self.dtype))
+            keys = keys.astype(np.uint64, copy=False)
+            if self.level == 0:
+                codes = keys >> shift
+            else:
+                t = self._targets[g]
+                prefixes = np.zeros(0) if t is None else np.unique(t["prefix"])
+                if prefixes.size == 0:
+                    out.append(_no_counts(self.weighted))
+                    continue
+                head = keys >> (shift + np.uint64(_DIGIT_BITS))
+                pos = np.minimum(np.searchsorted(prefixes, head), prefixes.size - 1)
+                keep = np.flatnonzero(prefixes[pos] == head)
+                codes = (pos[keep].astype(np.uint64) << np.uint64(_DIGIT_BITS)) | (
+                    (keys[keep] >> shift) & mask
+                )
+                if weights is not None:
+                    weights = np.asarray(weights)[keep]
+            out.append(
+                _count_codes(
+                    codes,
+                    weights if self.weighted else None,
+                    1 << _DIGIT_BITS if self.level == 0 else None,
+                )
+            )
+        return out
+
+    @staticmethod
+    def merge(parts):
+        """Add the counts of several chunks (outputs of :meth:`digit_counts`
+        or of this method)."""
+        parts = list(parts)
+        merged = []
+        for per_group in zip(*parts, strict=True):
+            codes = np.concatenate([p[0] for p in per_group])
+            weighted = per_group[0][2] is not None
+            uniq, inverse = np.unique(codes, return_inverse=True)
+            inverse = inverse.ravel()
+            counts = np.bincount(
+                inverse,
+                weights=np.concatenate([p[1] for p in per_group]).astype(np.float64),
+                minlength=uniq.size,
+            ).astype(np.int64)
+            weights = (
+                np.bincount(
+                    inverse,
+                    weights=np.concatenate([p[2] for p in per_group]),
+                    minlength=uniq.size,
+                )
+                if weighted
+                else None
+            )
+            merged.append((uniq, counts, weights))
+        return merged
+
+    def advance(self, counts):
+        """Settle the next bits of every quantile from the merged counts of
+        the whole data for this pass."""
+        if len(counts) != self.n_groups:
+            raise ValueError(
+                f"expected the counts of {self.n_groups} groups, got {len(counts)}."
+            )
+        for g, (codes, n, w) in enumerate(counts):
+            if self.level == 0:
+                self._start(g, n, w)
+            t = self._targets[g]
+            if t is None or t["prefix"].size == 0:
+                continue
+            if self.level == 0:
+                starts = np.zeros(t["prefix"].size, dtype=np.intp)
+                stops = np.full(t["prefix"].size, codes.size, dtype=np.intp)
+            else:
+                prefixes = np.unique(t["prefix"])
+                index = np.searchsorted(prefixes, t["prefix"]).astype(np.uint64)
+                segment = codes >> np.uint64(_DIGIT_BITS)
+                starts = np.searchsorted(segment, index, side="left")
+                stops = np.searchsorted(segment, index, side="right")
+            for j in range(t["prefix"].size):
+                self._settle(g, t, j, codes, n, w, starts[j], stops[j])
+        self.level += 1
+
+    def _start(self, g, n, w):
+        total = int(n.sum())
+        self._n[g] = total
+        self._weight[g] = float(w.sum()) if self.weighted else float(total)
+        levels = np.linspace(0.0, 1.0, self.n_bins + 1)[1:-1]
+        if total == 0 or not self._weight[g] > 0 or levels.size == 0:
+            self._targets[g] = None
+            return
+        goal = levels if self.weighted else inverted_cdf_ranks(total, levels) + 1.0
+        size = levels.size
+        self._targets[g] = {
+            "prefix": np.zeros(size, dtype=np.uint64),
+            "below_n": np.zeros(size, dtype=np.int64),
+            "below_w": np.zeros(size),
+            "goal": np.asarray(goal, dtype=np.float64),
+            "at_most": np.zeros(size, dtype=np.int64),
+        }
+
+    def _settle(self, g, t, j, codes, n, w, start, stop):
+        """Fix the next digit of quantile ``j`` of group ``g``."""
+        n_seg = n[start:stop]
+        cum_n = t["below_n"][j] + np.cumsum(n_seg)
+        if self.weighted:
+            w_seg = w[start:stop]
+            frac = (t["below_w"][j] + np.cumsum(w_seg)) / self._weight[g]
+            candidates = np.flatnonzero(w_seg > 0)
+            hit = candidates[frac[candidates] >= t["goal"][j]]
+            # Rounding can leave the goal a hair above the last candidate.
+            pos = hit[0] if hit.size else (candidates[-1] if candidates.size else -1)
+        else:
+            pos = int(np.searchsorted(cum_n, t["goal"][j], side="left"))
+            pos = pos if pos < n_seg.size else -1
+        if pos < 0:
+            raise ValueError(
+                "the data changed between the passes of the quantile search "
+                "(a quantile fell outside the range found in the previous pass); "
+                "quantile bins need data that reads the same in every pass."
+            )
+        digit = codes[start + pos] & np.uint64((1 << _DIGIT_BITS) - 1)
+        t["prefix"][j] = (t["prefix"][j] << np.uint64(_DIGIT_BITS)) | digit
+        t["at_most"][j] = cum_n[pos]
+        t["below_n"][j] = cum_n[pos] - n_seg[pos]
+        if self.weighted:
+            t["below_w"][j] += float(np.sum(w_seg[:pos]))
+
+    def edges(self):
+        """Edges of every group, as :func:`bin_edges` gives them.
+
+        Returns
+        -------
+        edges : list of ndarray
+            One array per group (``[0, 1]`` for a group without scores).
+        """
+        if not self.done:
+            raise ValueError(
+                f"the quantile search needs {self.n_passes} passes, "
+                f"{self.level} were made."
+            )
+        out = []
+        utype = np.uint32 if self.dtype == np.float32 else np.uint64
+        for g in range(self.n_groups):
+            t = self._targets[g]
+            if t is None:
+                out.append(np.array([0.0, 1.0]))
+                continue
+            values = t["prefix"].astype(utype).view(self.dtype).astype(np.float64)
+            # The edges bin_edges keeps: above 0 and below the largest score
+            # (some score is larger), in [0, 1].
+            keep = (values > 0.0) & (values < 1.0) & (t["at_most"] < self._n[g])
+            out.append(np.concatenate(([0.0], np.unique(values[keep]), [1.0])))
+        return out
+
+
+def _no_counts(weighted):
+    return (
+        np.zeros(0, dtype=np.uint64),
+        np.zeros(0, dtype=np.int64),
+        np.zeros(0) if weighted else None,
+    )
+
+
+def _count_codes(codes, weights, span=None):
+    """Distinct codes with their counts and total weights (``span``: codes are
+    below it, counted by ``np.bincount`` instead of a sort)."""
+    if span is not None:
+        codes = codes.astype(np.intp)
+        counts = np.bincount(codes, minlength=span)
+        uniq = np.flatnonzero(counts)
+        total = None
+        if weights is not None:
+            total = np.bincount(
+                codes, weights=np.asarray(weights, np.float64), minlength=span
+            )[uniq]
+        return uniq.astype(np.uint64), counts[uniq].astype(np.int64), total
+    uniq, inverse = np.unique(codes, return_inverse=True)
+    inverse = inverse.ravel()
+    counts = np.bincount(inverse, minlength=uniq.size).astype(np.int64)
+    total = (
+        None
+        if weights is None
+        else np.bincount(
+            inverse, weights=np.asarray(weights, np.float64), minlength=uniq.size
+        )
+    )
+    return uniq, counts, total

@@ -22,6 +22,7 @@ from skcalib.metrics._validation import (
     NORMS,
     check_metric_inputs,
     check_n_bins,
+    is_dask_collection,
 )
 
 __all__ = [
@@ -84,6 +85,20 @@ def _calibration_error(
 ):
     n_bins = check_n_bins(n_bins)
     check_norm(norm, debias)
+    if any(is_dask_collection(a) for a in (y_true, y_proba, sample_weight)):
+        from skcalib.metrics._dask import calibration_error
+
+        return calibration_error(
+            y_true,
+            y_proba,
+            n_bins=n_bins,
+            strategy=strategy,
+            kind=kind,
+            norm=norm,
+            debias=debias,
+            sample_weight=sample_weight,
+            labels=labels,
+        )
     inp = check_metric_inputs(
         y_true, y_proba, sample_weight=sample_weight, labels=labels, check_values=False
     )

@@ -29,6 +29,7 @@ from skcalib.metrics._validation import (
     check_finite_proba,
     check_metric_inputs,
     check_n_bins,
+    is_dask_collection,
 )
 
 __all__ = ["ReliabilityCurve", "reliability_curve"]
@@ -335,7 +336,8 @@ class ReliabilityCurve:
     kind : str
         ``"confidence"``, ``"top_label"`` or ``"classwise"``.
     strategy : str
-        ``"uniform"`` or ``"quantile"``.
+        ``"uniform"`` or ``"quantile"`` (``"fixed"``: edges given to
+        :class:`CalibrationAccumulator`).
     class_index : int or None
         The column the curve is about, or None (pooled top-1 confidence).
     confidence_level : float
@@ -507,13 +509,38 @@ def reliability_curve(
     array([0.1   ,   nan, 0.6   , 0.8625])
     """
     n_bins = check_n_bins(n_bins)
+    if any(is_dask_collection(a) for a in (y_true, y_proba, sample_weight)):
+        from skcalib.metrics._dask import reliability_curve as dask_curve
+
+        return dask_curve(
+            y_true,
+            y_proba,
+            n_bins=n_bins,
+            strategy=strategy,
+            kind=kind,
+            class_index=class_index,
+            sample_weight=sample_weight,
+            labels=labels,
+            confidence_level=confidence_level,
+        )
     inp = check_metric_inputs(
         y_true, y_proba, sample_weight=sample_weight, labels=labels, check_values=False
     )
     class_index = _resolve_class_index(kind, class_index, inp.n_classes)
     pooled = "confidence" if kind == "top_label" and class_index is None else kind
     totals, edges = statistics(inp, pooled, n_bins, strategy, class_index=class_index)
-    t = totals[:, 0, : edges[0].size - 1]
+    return curve_from_totals(
+        totals[:, 0, : edges[0].size - 1],
+        edges[0],
+        kind=kind,
+        strategy=strategy,
+        class_index=class_index,
+        confidence_level=confidence_level,
+    )
+
+
+def curve_from_totals(t, edges, *, kind, strategy, class_index, confidence_level):
+    """:class:`ReliabilityCurve` from the ``(5, n_bins)`` statistics of one group."""
     filled = t[W] > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         conf = np.where(filled, t[CONF] / t[W], np.nan)
@@ -521,7 +548,7 @@ def reliability_curve(
         n_eff = np.where(filled, t[W] ** 2 / t[W2], np.nan)
     lower, upper = wilson_interval(acc * n_eff, n_eff, confidence_level)
     counts = t[COUNT].astype(np.intp)
-    arrays = [edges[0], conf, acc, t[W], counts, lower, upper, filled]
+    arrays = [edges, conf, acc, t[W], counts, lower, upper, filled]
     for a in arrays:
         a.flags.writeable = False
     return ReliabilityCurve(

@@ -10,7 +10,11 @@ from sklearn.utils._param_validation import StrOptions, validate_params
 
 from skcalib._scores import softmax, to_log_proba
 from skcalib.calibration._scaling import fit_temperature
-from skcalib.metrics._validation import COMMON_CONSTRAINTS, check_metric_inputs
+from skcalib.metrics._validation import (
+    COMMON_CONSTRAINTS,
+    check_metric_inputs,
+    is_dask_collection,
+)
 
 __all__ = [
     "CalibrationRefinement",
@@ -31,15 +35,20 @@ def _brier(inp, scale_by_half="auto"):
         pos = inp.proba if inp.proba.ndim == 1 else inp.proba[:, 1]
         value = float(brier_score_loss(inp.y, pos, sample_weight=w, pos_label=1))
         return value if scale_by_half in ("auto", True) else 2.0 * value
+    total = multiclass_brier_sum(inp.y, inp.proba, w)
+    value = total / (inp.y.size if w is None else w.sum())
+    return value / 2.0 if scale_by_half is True else float(value)
+
+
+def multiclass_brier_sum(y, proba, w):
+    """``sum_i w_i sum_k (p_ik - [y_i = k])**2`` in float64, by blocks of rows."""
     total = 0.0
-    y, proba = inp.y, inp.proba
     for start in range(0, y.size, _BRIER_BLOCK):
         diff = proba[start : start + _BRIER_BLOCK].astype(np.float64)
         diff[np.arange(diff.shape[0]), y[start : start + _BRIER_BLOCK]] -= 1.0
         rows = np.einsum("ij,ij->i", diff, diff)
         total += rows.sum() if w is None else rows @ w[start : start + _BRIER_BLOCK]
-    value = total / (y.size if w is None else w.sum())
-    return value / 2.0 if scale_by_half is True else float(value)
+    return total
 
 
 def _nll(inp):
@@ -123,6 +132,17 @@ def brier_score(
     ...             [[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.2, 0.2, 0.6]])
     0.146
     """
+    if any(is_dask_collection(a) for a in (y_true, y_proba, sample_weight)):
+        from skcalib.metrics._dask import proper_score
+
+        return proper_score(
+            y_true,
+            y_proba,
+            loss="brier",
+            sample_weight=sample_weight,
+            labels=labels,
+            scale_by_half=scale_by_half,
+        )
     inp = check_metric_inputs(
         y_true, y_proba, sample_weight=sample_weight, labels=labels
     )
@@ -181,6 +201,12 @@ def negative_log_likelihood(y_true, y_proba, *, sample_weight=None, labels=None)
     ...                         labels=["ham", "spam"])
     0.21616
     """
+    if any(is_dask_collection(a) for a in (y_true, y_proba, sample_weight)):
+        from skcalib.metrics._dask import proper_score
+
+        return proper_score(
+            y_true, y_proba, loss="log_loss", sample_weight=sample_weight, labels=labels
+        )
     inp = check_metric_inputs(
         y_true, y_proba, sample_weight=sample_weight, labels=labels
     )

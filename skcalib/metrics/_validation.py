@@ -15,6 +15,7 @@ from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
 
+from skcalib._chunks import is_dask_collection
 from skcalib._scores import check_probabilities
 
 __all__ = []  # private module
@@ -62,6 +63,24 @@ class MetricInputs:
         return self.y.size
 
 
+def reject_dask(**arrays):
+    """Raise ``TypeError`` if one of ``arrays`` is a Dask collection.
+
+    For the functions that need their inputs in memory: converting a Dask
+    collection with ``np.asarray`` would compute it whole.
+    """
+    for name, x in arrays.items():
+        if is_dask_collection(x):
+            raise TypeError(
+                f"{name} is a Dask collection ({type(x).__name__}); this function "
+                "needs in-memory arrays. expected_calibration_error, "
+                "maximum_calibration_error, classwise_calibration_error, "
+                "reliability_curve, brier_score, negative_log_likelihood and "
+                "CalibrationAccumulator.update accept Dask collections; call "
+                ".compute() first if the data fits in memory."
+            )
+
+
 def check_n_bins(n_bins):
     """Reject ``bool`` (an ``int`` to Python, not a bin count)."""
     if isinstance(n_bins, bool | np.bool_):
@@ -82,7 +101,7 @@ def check_finite_proba(proba, name="y_proba"):
         raise ValueError(f"{name} contains NaN; row {bad} is {proba[bad].tolist()}.")
 
 
-def _check_y(y_true):
+def _check_y(y_true, allow_empty=False):
     y = np.asarray(y_true)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
@@ -91,6 +110,8 @@ def _check_y(y_true):
             f"y_true must be a 1-D array of class labels, got shape {y.shape}."
         )
     if y.size == 0:
+        if allow_empty:
+            return y
         raise ValueError("y_true is empty; at least one sample is needed.")
     kind = y.dtype.kind
     if kind == "f":
@@ -221,12 +242,20 @@ def _resolve_classes(y, n_columns, labels):
     )
 
 
-def check_sample_weight(sample_weight, n_samples):
-    """Non-negative float64 weights of length ``n_samples``, or None."""
+def check_sample_weight(sample_weight, n_samples, *, chunk=False):
+    """Non-negative float64 weights of length ``n_samples``, or None.
+
+    ``chunk``: the weights of one chunk of the data, which may be empty and
+    may sum to 0 (the total is checked when the metric is computed).
+    """
     if sample_weight is None:
         return None
     w = check_array(
-        sample_weight, ensure_2d=False, dtype=np.float64, input_name="sample_weight"
+        sample_weight,
+        ensure_2d=False,
+        dtype=np.float64,
+        input_name="sample_weight",
+        ensure_min_samples=0 if chunk else 1,
     )
     if w.ndim != 1 or w.shape[0] != n_samples:
         raise ValueError(
@@ -237,9 +266,35 @@ def check_sample_weight(sample_weight, n_samples):
         raise ValueError(
             f"sample_weight must be >= 0; sample_weight[{bad}] = {w[bad]}."
         )
-    if not w.sum() > 0:
+    if not chunk and not w.sum() > 0:
         raise ValueError("sample_weight sums to 0; the metric is undefined.")
     return w
+
+
+def check_arrays(y_true, y_proba, *, allow_empty=False):
+    """Validated ``(y, proba)``: labels 1-D, probabilities 1-D or ``(n, K)``
+    (float32 kept, one column squeezed), the same number of rows.
+
+    ``allow_empty``: for one chunk of the data, which may have no row.
+    """
+    proba = check_array(
+        y_proba,
+        ensure_2d=False,
+        dtype=[np.float64, np.float32],
+        ensure_all_finite=False,
+        input_name="y_proba",
+        ensure_min_samples=0 if allow_empty else 1,
+    )
+    if proba.ndim == 2 and proba.shape[1] == 1:
+        proba = proba[:, 0]
+    if proba.ndim == 2 and proba.shape[1] < 1:
+        raise ValueError("y_proba has no column.")
+    y = _check_y(y_true, allow_empty=allow_empty)
+    if y.shape[0] != proba.shape[0]:
+        raise ValueError(
+            f"y_true has {y.shape[0]} samples but y_proba has {proba.shape[0]}."
+        )
+    return y, proba
 
 
 def check_metric_inputs(
@@ -267,22 +322,8 @@ def check_metric_inputs(
     -------
     inputs : MetricInputs
     """
-    proba = check_array(
-        y_proba,
-        ensure_2d=False,
-        dtype=[np.float64, np.float32],
-        ensure_all_finite=False,
-        input_name="y_proba",
-    )
-    if proba.ndim == 2 and proba.shape[1] == 1:
-        proba = proba[:, 0]
-    if proba.ndim == 2 and proba.shape[1] < 1:
-        raise ValueError("y_proba has no column.")
-    y = _check_y(y_true)
-    if y.shape[0] != proba.shape[0]:
-        raise ValueError(
-            f"y_true has {y.shape[0]} samples but y_proba has {proba.shape[0]}."
-        )
+    reject_dask(y_true=y_true, y_proba=y_proba, sample_weight=sample_weight)
+    y, proba = check_arrays(y_true, y_proba)
     weight = check_sample_weight(sample_weight, y.shape[0])
     n_columns = 1 if proba.ndim == 1 else proba.shape[1]
     classes = _resolve_classes(y, n_columns, labels)
@@ -291,6 +332,65 @@ def check_metric_inputs(
         check_finite_proba(proba)
         check_probabilities(proba, name="y_proba")
     return MetricInputs(y=codes, proba=proba, classes=classes, sample_weight=weight)
+
+
+def check_chunk(y_true, y_proba, sample_weight=None, *, classes=None, labels=None):
+    """Validate one chunk of metric inputs.
+
+    The checks of :func:`check_metric_inputs` that hold chunk by chunk: the
+    chunk may be empty and its weights may sum to 0 (the whole data is
+    checked when a metric is computed). The probability values are checked
+    by the caller (block by block in the binning pass, see
+    :func:`skcalib.metrics._accumulator.chunk_totals`).
+
+    Parameters
+    ----------
+    y_true, y_proba, sample_weight
+        As for the metric functions.
+    classes : ndarray or None
+        The labels of the columns, already fixed; None: resolved from this
+        chunk like the metric functions do (from ``labels`` or the labels of
+        ``y_true``).
+    labels : array-like or None
+        Used when ``classes`` is None.
+
+    Returns
+    -------
+    inputs : MetricInputs or None
+        None for an empty chunk.
+    classes : ndarray or None
+        The classes (None if still unknown: empty chunk without ``labels``).
+    """
+    y, proba = check_arrays(y_true, y_proba, allow_empty=True)
+    n_columns = 1 if proba.ndim == 1 else proba.shape[1]
+    weight = check_sample_weight(sample_weight, y.shape[0], chunk=True)
+    if classes is None and (y.size or labels is not None):
+        classes = _chunk_classes(y, n_columns, labels)
+    if classes is not None and classes.size != (2 if n_columns == 1 else n_columns):
+        what = "1-D y_proba (binary)" if n_columns == 1 else f"{n_columns} columns"
+        raise ValueError(
+            f"y_proba has {what}, but the classes are {classes.tolist()} (fixed "
+            "by labels= or the first chunk)."
+        )
+    if y.size == 0:
+        return None, classes
+    codes = _encode(y, classes)
+    inp = MetricInputs(y=codes, proba=proba, classes=classes, sample_weight=weight)
+    return inp, classes
+
+
+def _chunk_classes(y, n_columns, labels):
+    """The classes of the columns from the first chunk (or ``labels``)."""
+    try:
+        return _resolve_classes(y, n_columns, labels)
+    except ValueError as exc:
+        if labels is not None:
+            raise
+        raise ValueError(
+            f"{exc} The first chunk of data fixes the classes; pass labels= "
+            "(all class labels, in the order of the columns of y_proba) when a "
+            "chunk may miss some classes."
+        ) from exc
 
 
 def binary_column(proba, k):

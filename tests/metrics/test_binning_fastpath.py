@@ -1,5 +1,6 @@
-"""The arithmetic uniform-bin path and the boolean per-bin sums of
-skcalib.metrics._binning give exactly what the generic code gives."""
+"""The cell-table bin assignment, the fused lookup and per-bin sums, and the
+boolean per-bin sums of skcalib.metrics._binning give exactly what the
+generic code (a binary search, then ``np.bincount``) gives."""
 
 import numpy as np
 import pytest
@@ -7,7 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from skcalib.metrics._binning import assign_bins, bin_edges, bin_sums
+from skcalib.metrics._binning import (
+    assign_bins,
+    bin_edges,
+    bin_sums,
+    binned_sums,
+    lookup_bins,
+)
 
 
 def _searchsorted(scores, edges):
@@ -85,3 +92,67 @@ def test_bin_sums_boolean_values_exact():
     w = rng.uniform(size=1000)
     counts, s = bin_sums(ids, 9, w, b1)
     np.testing.assert_allclose(s, np.bincount(ids, weights=w * b1, minlength=9))
+
+
+def _edge_heavy_scores(rng, edges, dtype, n=4000):
+    """Uniform scores plus every edge and its float neighbours (the scores
+    that land in the cells an edge cuts)."""
+    e = np.asarray(edges, dtype=dtype)
+    base = np.concatenate([rng.uniform(size=n).astype(dtype), e, [np.nan, -1, 2]])
+    base = base.astype(dtype)
+    return np.concatenate(
+        [base, np.nextafter(base, dtype(2)), np.nextafter(base, dtype(-1))]
+    )
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["quantile", "random", "clustered"])
+def test_table_path_any_edges(dtype, kind):
+    rng = np.random.default_rng(7)
+    if kind == "quantile":
+        edges = bin_edges(rng.beta(0.3, 3.0, 1000), 40, "quantile")
+    elif kind == "random":
+        edges = np.r_[0.0, np.sort(rng.uniform(size=300)), 1.0]
+    else:  # several edges inside one cell of the table
+        edges = np.r_[0.0, 0.5, 0.5 + 1e-9, 0.5 + 2e-9, np.nextafter(0.5, 0), 1.0]
+        edges = np.unique(edges)
+    scores = _edge_heavy_scores(rng, edges, dtype)
+    want = _searchsorted(scores, edges)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(assign_bins(scores, edges), want)
+        table = rng.uniform(size=edges.size - 1)
+        np.testing.assert_array_equal(lookup_bins(scores, edges, table), table[want])
+    finite = np.isfinite(scores)
+    s, ids = scores[finite], want[finite]
+    v = rng.uniform(size=s.size)
+    w = rng.uniform(size=s.size)
+    for weight in (None, w):
+        got = binned_sums(s, edges, weight, v, s)
+        ref = bin_sums(ids, edges.size - 1, weight, v, s)
+        for g, r in zip(got, ref, strict=True):
+            np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    arrays(np.float64, st.integers(1, 100), elements=st.floats(0, 1)),
+    st.lists(st.floats(0, 1, exclude_min=True, exclude_max=True), max_size=30),
+)
+def test_table_path_property(scores, interior):
+    edges = np.r_[0.0, np.unique(interior), 1.0]
+    want = _searchsorted(scores, edges)
+    np.testing.assert_array_equal(assign_bins(scores, edges), want)
+    table = np.arange(edges.size - 1) * 1.5
+    np.testing.assert_array_equal(lookup_bins(scores, edges, table), table[want])
+    counts, sums = binned_sums(scores, edges, None, scores)
+    np.testing.assert_array_equal(counts, np.bincount(want, minlength=edges.size - 1))
+    np.testing.assert_allclose(
+        sums, np.bincount(want, weights=scores, minlength=edges.size - 1)
+    )
+
+
+def test_assign_bins_keeps_2d_shape():
+    rng = np.random.default_rng(3)
+    s = rng.uniform(size=(4, 50))
+    edges = bin_edges(None, 10)
+    np.testing.assert_array_equal(assign_bins(s, edges), _searchsorted(s, edges))

@@ -1,0 +1,227 @@
+"""Fitting calibrators on data held in chunks: numpy chunks or Dask arrays.
+
+A :class:`ChunkedData` runs *passes*: a function applied to every chunk,
+whose small results (sums, extremes, label sets) are combined in chunk order,
+so the result does not depend on the scheduler. Only those results reach the
+caller; no chunk is kept. With Dask arrays a pass is one ``dask.compute`` of
+one task per row block, on the scheduler in use (threads by default, or the
+``dask.distributed.Client`` in use, so the same code runs on a cluster).
+
+Calibrators that can be fitted this way implement ``_fit_chunks(data)``
+(see :meth:`skcalib._base.BaseCalibrator.fit_chunks`).
+"""
+
+from functools import partial
+
+import numpy as np
+from sklearn.utils.validation import check_array
+
+from skcalib._scores import (
+    Scores,
+    check_probabilities,
+    looks_like_probabilities,
+)
+
+__all__ = []  # private module
+
+
+def is_dask_collection(x):
+    """Whether ``x`` is a Dask collection (array, DataFrame, Series, ...).
+
+    Decided from the type's module, so that Dask is never imported here.
+    """
+    return type(x).__module__.partition(".")[0] in ("dask", "dask_expr")
+
+
+def _as_dask_array(x):
+    import dask.array as da
+
+    if hasattr(x, "to_dask_array"):  # Dask DataFrame / Series
+        x = x.to_dask_array(lengths=True)
+    return da.asarray(x)
+
+
+def sum_parts(parts):
+    """Entry-wise sum of tuples of arrays/floats, in order (None skipped)."""
+    parts = [p for p in parts if p is not None]  # empty chunks give None
+    total = [np.array(v, dtype=np.float64) for v in parts[0]]
+    for part in parts[1:]:
+        for t, v in zip(total, part, strict=True):
+            t += v
+    return tuple(total)
+
+
+class ChunkedData:
+    """Calibration scores, labels and weights in row chunks.
+
+    Use :meth:`from_dask` or :meth:`from_chunks`; then :meth:`survey` once
+    (classes, score type, totals) and :meth:`map_scores` for each pass.
+    """
+
+    def __init__(self, run):
+        self._run = run  # run(fn) -> list of fn(X, y, w) over the chunks
+
+    @classmethod
+    def from_dask(cls, X, y, sample_weight=None):
+        """Row blocks of Dask arrays (or DataFrames), aligned on ``X``'s."""
+        import dask
+
+        X = _as_dask_array(X)
+        if X.ndim == 2:
+            X = X.rechunk({1: -1})
+        rows = (X.chunks[0],)
+        y = _as_dask_array(y)
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}.")
+        y = y.rechunk(rows)
+        blocks = [X.to_delayed().ravel(), y.to_delayed().ravel()]
+        if sample_weight is not None:
+            w = _as_dask_array(sample_weight)
+            if w.shape[0] != X.shape[0]:
+                raise ValueError(
+                    f"X has {X.shape[0]} rows but sample_weight has {w.shape[0]}."
+                )
+            blocks.append(w.rechunk(rows).to_delayed().ravel())
+        else:
+            blocks.append([None] * len(blocks[0]))
+
+        def run(fn):
+            tasks = [dask.delayed(fn)(*b) for b in zip(*blocks, strict=True)]
+            return list(dask.compute(*tasks))
+
+        return cls(run)
+
+    @classmethod
+    def from_chunks(cls, chunks):
+        """Chunks ``(X, y)`` or ``(X, y, sample_weight)`` of numpy data.
+
+        ``chunks`` is a sequence, or a callable returning a new iterable of
+        chunks at each call (fitting reads the data several times; a
+        one-shot iterator would be empty after the first pass).
+        """
+        if callable(chunks):
+            source = chunks
+        elif isinstance(chunks, (list, tuple)):
+            source = lambda: chunks  # noqa: E731
+        else:
+            raise TypeError(
+                "chunks must be a list or tuple of (X, y[, sample_weight]) chunks, "
+                "or a callable that returns a new iterable of them at each call "
+                f"(the data are read several times); got {type(chunks).__name__}."
+            )
+
+        def run(fn):
+            out = []
+            for i, chunk in enumerate(source()):
+                if not isinstance(chunk, (list, tuple)) or len(chunk) not in (2, 3):
+                    raise ValueError(
+                        f"chunk {i} must be a tuple (X, y) or (X, y, sample_weight)."
+                    )
+                X, y = chunk[0], chunk[1]
+                out.append(fn(X, y, chunk[2] if len(chunk) == 3 else None))
+            if not out:
+                raise ValueError("chunks holds no chunk: there is nothing to fit.")
+            return out
+
+        return cls(run)
+
+    # ------------------------------------------------------------- passes
+    def survey(self, score_type):
+        """One pass: classes, column count, score type and class weights.
+
+        Sets ``classes``, ``n_columns``, ``score_type``, ``class_weight``
+        (weighted count of each class) and ``total_weight``.
+        """
+        parts = self._run(_survey_chunk)
+        cols = {p["n_columns"] for p in parts if p["n_rows"]}
+        if len(cols) > 1:
+            raise ValueError(f"Chunks have different numbers of columns: {cols}.")
+        if not cols:
+            raise ValueError("The chunks hold no sample: there is nothing to fit.")
+        self.n_columns = cols.pop()
+        labels = np.unique(np.concatenate([p["labels"] for p in parts]))
+        self.classes = labels
+        sums = [p["class_weight"] for p in parts]
+        weight = np.zeros(labels.size)
+        for p, s in zip(parts, sums, strict=True):
+            weight[np.searchsorted(labels, p["labels"])] += s
+        self.class_weight = weight
+        self.total_weight = float(weight.sum())
+        if score_type == "auto":
+            probability = all(p["probability"] for p in parts if p["n_rows"])
+            score_type = "probability" if probability else "logit"
+        self.score_type = score_type
+        self.dtype = np.result_type(*[p["dtype"] for p in parts])
+        return self
+
+    def map_scores(self, fn, combine=sum_parts):
+        """One pass of ``fn(scores, y_encoded, sample_weight)`` per chunk.
+
+        ``scores`` is a :class:`~skcalib._scores.Scores` of the validated
+        chunk; labels are encoded by ``classes``.
+        """
+        call = partial(
+            _scores_chunk,
+            fn=fn,
+            classes=self.classes,
+            score_type=self.score_type,
+            n_columns=self.n_columns,
+        )
+        return combine(self._run(call))
+
+
+def _validate_chunk(X, y, w):
+    X = check_array(
+        X,
+        ensure_2d=False,
+        dtype=[np.float64, np.float32],
+        ensure_min_samples=0,
+        input_name="X",
+    )
+    if X.ndim not in (1, 2):
+        raise ValueError(f"X chunks must be 1-D or 2-D scores, got ndim={X.ndim}.")
+    y = np.asarray(y).ravel()
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"A chunk has {X.shape[0]} rows in X but {y.size} in y.")
+    if w is not None:
+        w = np.asarray(w, dtype=np.float64).ravel()
+        if w.shape[0] != X.shape[0]:
+            raise ValueError(
+                f"A chunk has {X.shape[0]} rows in X but {w.size} in sample_weight."
+            )
+        bad = np.flatnonzero(~(np.isfinite(w) & (w >= 0)))
+        if bad.size:
+            raise ValueError(
+                f"sample_weight must be finite and non-negative; a chunk has "
+                f"{w[bad[0]]!r}."
+            )
+    return X, y, w
+
+
+def _survey_chunk(X, y, w):
+    X, y, w = _validate_chunk(X, y, w)
+    labels, inverse = np.unique(y, return_inverse=True)
+    weights = np.bincount(inverse.ravel(), weights=w, minlength=labels.size).astype(
+        np.float64
+    )
+    return {
+        "n_rows": X.shape[0],
+        "n_columns": 1 if X.ndim == 1 else X.shape[1],
+        "labels": labels,
+        "class_weight": weights,
+        "probability": bool(X.shape[0]) and looks_like_probabilities(X),
+        "dtype": X.dtype,
+    }
+
+
+def _scores_chunk(X, y, w, *, fn, classes, score_type, n_columns):
+    X, y, w = _validate_chunk(X, y, w)
+    n_classes = classes.size
+    if (1 if X.ndim == 1 else X.shape[1]) != n_columns:
+        raise ValueError(f"Chunks have different numbers of columns ({n_columns}).")
+    if X.shape[0] == 0:
+        return None
+    y_enc = np.searchsorted(classes, y)
+    if score_type == "probability":
+        check_probabilities(X, name="X")
+    return fn(Scores(X, score_type, n_classes), y_enc, w)

@@ -1,0 +1,602 @@
+"""Mergeable per-bin statistics: the binned metrics of data seen in chunks.
+
+Every binned metric reduces additive per-cell sums (weight, weighted
+confidence, weighted accuracy, sum of squared weights, count; see
+:mod:`skcalib.metrics._curve`), and the Brier score and the negative
+log-likelihood are weighted means. :class:`CalibrationAccumulator` keeps those
+sums for chunks of data (:meth:`~CalibrationAccumulator.update`) and adds
+those of another accumulator (:meth:`~CalibrationAccumulator.merge`); the
+chunk functions here are also what each block of a Dask array runs
+(:mod:`skcalib.metrics._dask`).
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+
+from skcalib._scores import check_probabilities
+from skcalib.metrics._binning import assign_bins
+from skcalib.metrics._calibration_error import check_norm, reduce_totals
+from skcalib.metrics._curve import (
+    _accumulate,
+    _resolve_class_index,
+    binary_column,
+    curve_from_totals,
+    statistics,
+    top1,
+)
+from skcalib.metrics._proper import multiclass_brier_sum
+from skcalib.metrics._validation import (
+    KINDS,
+    NORMS,
+    check_chunk,
+    check_finite_proba,
+    check_n_bins,
+    is_dask_collection,
+)
+
+__all__ = ["CalibrationAccumulator"]
+
+#: Entries of the loss sums: total weight, weighted NLL, weighted Brier sum.
+_LOSS_W, _LOSS_NLL, _LOSS_BRIER = range(3)
+
+
+# ------------------------------------------------------------------ chunks
+def check_values(inp):
+    """Check the probabilities of a chunk (finite, in [0, 1], rows sum to 1)."""
+    check_finite_proba(inp.proba)
+    check_probabilities(inp.proba, name="y_proba")
+
+
+def grouped_scores(inp, kind, class_index=None):
+    """The binned scores of each group: ``[(scores, targets, weights), ...]``.
+
+    ``"confidence"``: one group, the top-1 probability against top-1
+    correctness. ``"top_label"``: one group per predicted class (or only
+    ``class_index``). ``"classwise"``: one group per class (or only
+    ``class_index``), its probability against ``y == class``. Values are
+    not checked.
+    """
+    w = inp.sample_weight
+    if kind == "classwise":
+        classes = range(inp.n_classes) if class_index is None else [class_index]
+        out = []
+        for c in classes:
+            col = (
+                binary_column(inp.proba, c) if inp.proba.ndim == 1 else inp.proba[:, c]
+            )
+            out.append((np.ascontiguousarray(col), inp.y == c, w))
+        return out
+    pred, conf = top1(inp.proba, check_values=False)
+    correct = pred == inp.y
+    if kind == "confidence":
+        return [(conf, correct, w)]
+    groups = range(inp.n_classes) if class_index is None else [class_index]
+    out = []
+    for g in groups:
+        rows = np.flatnonzero(pred == g)
+        out.append((conf[rows], correct[rows], None if w is None else w[rows]))
+    return out
+
+
+def _uniform_bins(edges_list):
+    """The number of bins when every group has the same uniform edges, else None."""
+    first = edges_list[0]
+    m = first.size - 1
+    uniform = np.array_equal(first, np.linspace(0.0, 1.0, m + 1))
+    if uniform and all(e is first or np.array_equal(e, first) for e in edges_list):
+        return m
+    return None
+
+
+def chunk_totals(inp, kind, edges_list, class_index=None, check=True):
+    """Per-cell statistics ``(5, n_groups, max_bins)`` of one chunk.
+
+    Parameters
+    ----------
+    inp : MetricInputs
+    kind : {"confidence", "top_label", "classwise"}
+    edges_list : list of ndarray
+        The edges of each group (see :func:`grouped_scores`). Uniform edges
+        shared by every group run the code of the metric functions
+        (:func:`~skcalib.metrics._curve.statistics`).
+    class_index : int or None
+    check : bool
+        Check the probability values (fused with the binning pass for
+        uniform edges).
+    """
+    m = _uniform_bins(edges_list)
+    if m is not None:
+        totals, _ = statistics(
+            inp, kind, m, "uniform", class_index=class_index, check_values=check
+        )
+        return totals
+    if check:
+        check_values(inp)
+    groups = grouped_scores(inp, kind, class_index)
+    m = max(e.size - 1 for e in edges_list)
+    totals = np.zeros((5, len(groups), m))
+    for g, ((scores, target, weight), edges) in enumerate(
+        zip(groups, edges_list, strict=True)
+    ):
+        _accumulate(totals[:, g], assign_bins(scores, edges), weight, scores, target)
+    return totals
+
+
+def loss_sums(inp):
+    """``[sum w, sum w * NLL, sum w * Brier]`` of one chunk, in float64.
+
+    The NLL of a sample is ``-log`` of its true-class probability clipped to
+    ``[eps, 1 - eps]`` of the dtype (as :func:`sklearn.metrics.log_loss`); the
+    Brier term is ``(p - y)**2`` of the positive class for two classes and
+    ``sum_k (p_k - [y = k])**2`` otherwise (see :func:`brier_score`).
+    """
+    p, y, w = inp.proba, inp.y, inp.sample_weight
+    one = p.dtype.type(1)
+    eps = np.finfo(p.dtype).eps
+    if p.ndim == 1:
+        p_true = np.where(y == 1, p, one - p)
+    else:
+        p_true = p[np.arange(y.size), y]
+    nll = -np.log(np.clip(p_true, eps, one - eps).astype(np.float64))
+    if inp.n_classes == 2:
+        pos = p if p.ndim == 1 else p[:, 1]
+        sq = np.square(pos.astype(np.float64) - y)
+        brier = float(sq.sum() if w is None else sq @ w)
+    else:
+        brier = float(multiclass_brier_sum(y, p, w))
+    return np.array(
+        [
+            float(y.size if w is None else w.sum()),
+            float(nll.sum() if w is None else nll @ w),
+            brier,
+        ]
+    )
+
+
+def brier_from_sums(sums, n_classes, scale_by_half):
+    """The Brier score of :func:`loss_sums` totals (as :func:`brier_score`)."""
+    value = sums[_LOSS_BRIER] / sums[_LOSS_W]
+    if n_classes == 2:
+        return float(value if scale_by_half in ("auto", True) else 2.0 * value)
+    return float(value / 2.0 if scale_by_half is True else value)
+
+
+def nll_from_sums(sums):
+    """The negative log-likelihood of :func:`loss_sums` totals."""
+    return float(sums[_LOSS_NLL] / sums[_LOSS_W])
+
+
+def check_totals(n_samples, total_weight):
+    """The errors the metric functions raise for empty or weightless data."""
+    if n_samples == 0:
+        raise ValueError("y_true is empty; at least one sample is needed.")
+    if not total_weight > 0:
+        raise ValueError("sample_weight sums to 0; the metric is undefined.")
+
+
+def check_edges(edges, n_bins):
+    """Validated float64 edges: given, or ``n_bins`` uniform bins."""
+    if edges is None:
+        return np.linspace(0.0, 1.0, check_n_bins(n_bins) + 1)
+    e = np.asarray(edges, dtype=np.float64)
+    if e.ndim != 1 or e.size < 2:
+        raise ValueError(f"edges must be 1-D with at least 2 values, got {e!r}.")
+    if not (e[0] == 0.0 and e[-1] == 1.0 and np.all(np.diff(e) > 0)):
+        raise ValueError(
+            "edges must increase strictly from 0 to 1 (the outer edges of the "
+            f"first and last bins), got {e.tolist()}."
+        )
+    return e.copy()
+
+
+# ------------------------------------------------------------- accumulator
+_METHOD_CONSTRAINTS = {
+    "kind": [StrOptions(set(KINDS))],
+    "norm": [StrOptions(set(NORMS))],
+    "debias": ["boolean"],
+}
+
+
+class CalibrationAccumulator:
+    """Mergeable per-bin statistics of the calibration metrics.
+
+    Feed it chunks of predictions with :meth:`update` (or add another
+    accumulator with :meth:`merge`), then read every binned calibration
+    error, the reliability curve, the Brier score and the negative
+    log-likelihood of all the data seen. Memory is ``O(n_classes * n_bins)``
+    whatever the number of samples; accumulators of different chunks (other
+    processes, machines) merge in any order.
+
+    Parameters
+    ----------
+    n_bins : int, default=15
+        Number of equal-width bins (ignored when ``edges`` is given).
+    edges : array-like of shape (n_edges,), default=None
+        Fixed bin edges, increasing strictly from 0 to 1, shared by every
+        class. For equal-mass (quantile) bins: edges from a first pass over
+        the data (see Notes).
+    labels : array-like of shape (n_classes,), default=None
+        Class labels of the columns of ``y_proba``. Default: fixed by the
+        first non-empty chunk as the metric functions would fix them from
+        its ``y_true``; pass them when a chunk may miss some classes.
+    classwise : bool, default=True
+        Also keep the per-class statistics (classwise error, classwise
+        curves): this bins every probability, not only the top one, which
+        costs ``O(n_classes)`` more per sample.
+
+    Attributes
+    ----------
+    edges_ : ndarray of shape (n_bins + 1,)
+        The bin edges.
+    classes_ : ndarray of shape (n_classes,) or None
+        Labels of the columns of ``y_proba``; None until a non-empty chunk
+        (or ``labels``) fixed them.
+    n_samples_ : int
+        Number of samples seen.
+    total_weight_ : float
+        Total sample weight seen (``n_samples_`` without weights).
+
+    See Also
+    --------
+    expected_calibration_error : The same errors from one array.
+    reliability_curve : The same curves from one array.
+
+    Notes
+    -----
+    The statistics of a cell (bin :math:`B` of a group) are :math:`W_B =
+    \\sum_{i \\in B} w_i`, :math:`\\sum_{i \\in B} w_i c_i`,
+    :math:`\\sum_{i \\in B} w_i a_i`, :math:`\\sum_{i \\in B} w_i^2` and the
+    count, for the top-label groups (one per predicted class; their sum over
+    groups gives the confidence statistics) and the classwise groups; plus
+    :math:`\\sum w_i`, :math:`\\sum w_i \\mathrm{NLL}_i` and :math:`\\sum w_i
+    \\mathrm{BS}_i`. Sums add, so the result does not depend on how the data
+    was split: every metric equals the metric function on the concatenated
+    data up to the rounding of the float64 sums (``~1e-15``; the tests ask
+    for ``1e-12``). The debiased L2 error needs only these sums.
+
+    **Quantile bins.** Equal-mass edges are quantiles of all the data, which
+    a single pass over a stream cannot give exactly with bounded memory.
+    Fix the edges first, from a first pass or from a sample (for example
+    ``np.quantile(confidences, np.linspace(0, 1, 16))`` with the ends set to
+    0 and 1): the accumulator is then exact *relative to those edges*, and
+    equal to the metric functions' ``strategy="quantile"`` (``kind=
+    "confidence"``) when the edges are those of the whole data. Dask arrays
+    can be read several times: the metric functions compute the exact
+    quantile edges of a Dask array in extra passes (see the user guide,
+    "Large data").
+
+    NLL and Brier are computed from float64 sums of per-sample losses
+    (probabilities clipped like :func:`sklearn.metrics.log_loss`). For
+    float64 input they equal the metric functions to ``1e-12``; for float32
+    input without weights the metric functions (scikit-learn) sum in
+    float32, so they agree to float32 precision only (``~1e-6``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib.metrics import (CalibrationAccumulator,
+    ...                              expected_calibration_error)
+    >>> rng = np.random.default_rng(0)
+    >>> proba = rng.dirichlet(np.ones(3), size=1000)
+    >>> y = np.array([rng.choice(3, p=p) for p in proba])
+    >>> acc = CalibrationAccumulator(n_bins=10)
+    >>> for start in range(0, 1000, 300):
+    ...     _ = acc.update(y[start:start + 300], proba[start:start + 300])
+    >>> acc.n_samples_
+    1000
+    >>> one_shot = expected_calibration_error(y, proba, n_bins=10)
+    >>> bool(abs(acc.expected_calibration_error() - one_shot) < 1e-12)
+    True
+
+    Accumulators of different chunks merge:
+
+    >>> left = CalibrationAccumulator(n_bins=10).update(y[:400], proba[:400])
+    >>> right = CalibrationAccumulator(n_bins=10).update(y[400:], proba[400:])
+    >>> merged = left.merge(right)
+    >>> bool(abs(merged.negative_log_likelihood() - acc.negative_log_likelihood())
+    ...      < 1e-12)
+    True
+    """
+
+    @validate_params(
+        {
+            "n_bins": [Interval(Integral, 1, None, closed="left")],
+            "edges": ["array-like", None],
+            "labels": ["array-like", None],
+            "classwise": ["boolean"],
+        },
+        prefer_skip_nested_validation=True,
+    )
+    def __init__(self, n_bins=15, *, edges=None, labels=None, classwise=True):
+        self.n_bins = n_bins
+        self.edges = edges
+        self.labels = labels
+        self.classwise = classwise
+        # A data container, not an estimator: the edges are resolved here so
+        # that accumulators can be compared and merged before any update.
+        self.edges_ = check_edges(edges, n_bins)
+        self.classes_ = None
+        self.n_samples_ = 0
+        self.total_weight_ = 0.0
+        self._top = None
+        self._classwise = None
+        self._losses = np.zeros(3)
+
+    # -------------------------------------------------------------- feeding
+    def update(self, y_true, y_proba, sample_weight=None):
+        """Add the statistics of a chunk of predictions.
+
+        Parameters
+        ----------
+        y_true : array-like of shape (n_samples,)
+            True class labels of the chunk (may be empty).
+        y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
+            Predicted probabilities, as for :func:`expected_calibration_error`
+            (1-D: of the positive class). Dask arrays (and Dask DataFrames /
+            Series) are reduced block by block without being loaded whole.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights (a chunk's may sum to 0).
+
+        Returns
+        -------
+        self : CalibrationAccumulator
+            Unchanged if the chunk is invalid (the error names the bad row
+            of the chunk).
+        """
+        if any(is_dask_collection(a) for a in (y_true, y_proba, sample_weight)):
+            from skcalib.metrics._dask import accumulate
+
+            return self.merge(accumulate(self, y_true, y_proba, sample_weight))
+        inp, classes = check_chunk(
+            y_true,
+            y_proba,
+            sample_weight,
+            classes=self.classes_,
+            labels=self.labels,
+        )
+        if inp is None:
+            if classes is not None and self.classes_ is None:
+                self._start(classes)
+            return self
+        edges = [self.edges_] * inp.n_classes
+        top = chunk_totals(inp, "top_label", edges)
+        cw = (
+            chunk_totals(inp, "classwise", edges, check=False)
+            if self.classwise
+            else None
+        )
+        losses = loss_sums(inp)
+        if self.classes_ is None:
+            self._start(classes)
+        self._add(top, cw, losses, inp.n_samples)
+        return self
+
+    def merge(self, other):
+        """Add the statistics of another accumulator.
+
+        Parameters
+        ----------
+        other : CalibrationAccumulator
+            Made with the same edges (and ``classwise`` if this one has it);
+            its classes must be the same (or either may have seen no data).
+
+        Returns
+        -------
+        self : CalibrationAccumulator
+            This accumulator, now holding the data of both (``other`` is not
+            changed). Merging is associative and commutative up to float
+            rounding.
+        """
+        if not isinstance(other, CalibrationAccumulator):
+            raise TypeError(
+                f"merge needs a CalibrationAccumulator, got {type(other).__name__}."
+            )
+        if not np.array_equal(self.edges_, other.edges_):
+            raise ValueError(
+                "cannot merge accumulators with different bin edges: "
+                f"{self.edges_.tolist()} and {other.edges_.tolist()}."
+            )
+        if self.classwise and not other.classwise:
+            raise ValueError(
+                "cannot merge an accumulator made with classwise=False into one "
+                "with classwise=True (it lacks the per-class statistics)."
+            )
+        if other.classes_ is None:
+            return self
+        if self.classes_ is None:
+            self._start(other.classes_)
+        elif not (
+            self.classes_.size == other.classes_.size
+            and np.array_equal(self.classes_, other.classes_)
+        ):
+            raise ValueError(
+                "cannot merge accumulators of different classes: "
+                f"{self.classes_.tolist()} and {other.classes_.tolist()}."
+            )
+        self._add(
+            other._top,
+            other._classwise if self.classwise else None,
+            other._losses,
+            other.n_samples_,
+        )
+        return self
+
+    def _start(self, classes):
+        shape = (5, classes.size, self.edges_.size - 1)
+        self.classes_ = classes
+        self._top = np.zeros(shape)
+        self._classwise = np.zeros(shape) if self.classwise else None
+
+    def _add(self, top, classwise, losses, n_samples):
+        self._top += top
+        if self._classwise is not None:
+            self._classwise += classwise
+        self._losses += losses
+        self.n_samples_ += int(n_samples)
+        self.total_weight_ = float(self._losses[_LOSS_W])
+
+    # -------------------------------------------------------------- reading
+    def _totals(self, kind):
+        check_totals(self.n_samples_, self.total_weight_)
+        if kind == "confidence":
+            return self._top.sum(axis=1, keepdims=True)
+        if kind == "top_label":
+            return self._top
+        if self._classwise is None:
+            raise ValueError(
+                "kind='classwise' needs the per-class statistics; this "
+                "accumulator was made with classwise=False."
+            )
+        return self._classwise
+
+    @validate_params(_METHOD_CONSTRAINTS, prefer_skip_nested_validation=True)
+    def expected_calibration_error(self, *, kind="confidence", norm="l1", debias=False):
+        """Expected calibration error of the data seen.
+
+        Parameters
+        ----------
+        kind : {"confidence", "top_label", "classwise"}, default="confidence"
+            See :func:`expected_calibration_error`.
+        norm : {"l1", "l2", "max"}, default="l1"
+            See :func:`expected_calibration_error`.
+        debias : bool, default=False
+            Debiased L2 error (``norm="l2"`` only).
+
+        Returns
+        -------
+        ece : float
+            :func:`expected_calibration_error` of the concatenated chunks.
+        """
+        check_norm(norm, debias)
+        return float(reduce_totals(self._totals(kind), kind, norm, debias))
+
+    @validate_params(
+        {"kind": _METHOD_CONSTRAINTS["kind"]}, prefer_skip_nested_validation=True
+    )
+    def maximum_calibration_error(self, *, kind="confidence"):
+        """Maximum calibration error of the data seen.
+
+        Parameters
+        ----------
+        kind : {"confidence", "top_label", "classwise"}, default="confidence"
+            See :func:`maximum_calibration_error`.
+
+        Returns
+        -------
+        mce : float
+            :func:`maximum_calibration_error` of the concatenated chunks.
+        """
+        return float(reduce_totals(self._totals(kind), kind, "max", False))
+
+    @validate_params(
+        {k: _METHOD_CONSTRAINTS[k] for k in ("norm", "debias")},
+        prefer_skip_nested_validation=True,
+    )
+    def classwise_calibration_error(self, *, norm="l1", debias=False):
+        """Classwise calibration error of the data seen.
+
+        Parameters
+        ----------
+        norm : {"l1", "l2", "max"}, default="l1"
+            Norm of each class's binned error.
+        debias : bool, default=False
+            Debiased L2 error per class (``norm="l2"`` only).
+
+        Returns
+        -------
+        error : float
+            :func:`classwise_calibration_error` of the concatenated chunks.
+        """
+        return self.expected_calibration_error(
+            kind="classwise", norm=norm, debias=debias
+        )
+
+    @validate_params(
+        {
+            "kind": _METHOD_CONSTRAINTS["kind"],
+            "class_index": [Interval(Integral, 0, None, closed="left"), None],
+            "confidence_level": [Interval(Real, 0, 1, closed="neither")],
+        },
+        prefer_skip_nested_validation=True,
+    )
+    def reliability_curve(
+        self, *, kind="confidence", class_index=None, confidence_level=0.95
+    ):
+        """Reliability curve of the data seen.
+
+        Parameters
+        ----------
+        kind : {"confidence", "top_label", "classwise"}, default="confidence"
+            See :func:`reliability_curve`.
+        class_index : int, default=None
+            Column the curve is about (``"top_label"``, ``"classwise"``).
+        confidence_level : float, default=0.95
+            Level of the per-bin Wilson intervals.
+
+        Returns
+        -------
+        curve : ReliabilityCurve
+            :func:`reliability_curve` of the concatenated chunks; its
+            ``strategy`` is ``"uniform"``, or ``"fixed"`` for given edges.
+        """
+        check_totals(self.n_samples_, self.total_weight_)
+        class_index = _resolve_class_index(kind, class_index, self.classes_.size)
+        if class_index is None:
+            totals = self._totals("confidence")[:, 0]
+        else:
+            totals = self._totals(kind)[:, class_index]
+        m = self.edges_.size - 1
+        uniform = np.array_equal(self.edges_, np.linspace(0.0, 1.0, m + 1))
+        return curve_from_totals(
+            totals.copy(),
+            self.edges_.copy(),
+            kind=kind,
+            strategy="uniform" if uniform else "fixed",
+            class_index=class_index,
+            confidence_level=confidence_level,
+        )
+
+    @validate_params(
+        {"scale_by_half": ["boolean", StrOptions({"auto"})]},
+        prefer_skip_nested_validation=True,
+    )
+    def brier_score(self, *, scale_by_half="auto"):
+        """Brier score of the data seen.
+
+        Parameters
+        ----------
+        scale_by_half : bool or "auto", default="auto"
+            See :func:`brier_score`.
+
+        Returns
+        -------
+        score : float
+            :func:`brier_score` of the concatenated chunks.
+        """
+        check_totals(self.n_samples_, self.total_weight_)
+        return brier_from_sums(self._losses, self.classes_.size, scale_by_half)
+
+    def negative_log_likelihood(self):
+        """Negative log-likelihood of the data seen.
+
+        Returns
+        -------
+        nll : float
+            :func:`negative_log_likelihood` of the concatenated chunks.
+        """
+        check_totals(self.n_samples_, self.total_weight_)
+        return nll_from_sums(self._losses)
+
+    def __repr__(self):
+        bins = (
+            f"n_bins={self.edges_.size - 1}"
+            if self.edges is None
+            else f"edges=<{self.edges_.size} edges>"
+        )
+        return (
+            f"{type(self).__name__}({bins}, n_classes="
+            f"{None if self.classes_ is None else self.classes_.size}, "
+            f"n_samples_={self.n_samples_})"
+        )

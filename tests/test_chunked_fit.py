@@ -1,0 +1,150 @@
+"""Fitting in chunks (``fit_chunks``) and on Dask arrays equals ``fit`` on the
+concatenated data: every pass is a sum of per-chunk statistics."""
+
+import numpy as np
+import pytest
+from scipy.special import softmax
+
+from skcalib import (
+    BetaCalibrator,
+    HistogramBinningCalibrator,
+    IsotonicCalibrator,
+    PlattCalibrator,
+    TemperatureCalibrator,
+)
+
+
+def _split(*arrays, sizes=(700, 1, 0, 1299, 1000)):
+    """Uneven chunks (one of one row, one empty) of every array."""
+    bounds = np.cumsum((0, *sizes))
+    assert bounds[-1] == len(arrays[0])
+    return [
+        tuple(a[s:e] for a in arrays)
+        for s, e in zip(bounds[:-1], bounds[1:], strict=True)
+    ]
+
+
+def _multiclass(n=3000, k=4, seed=0, scale=3.0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    return scale * (rng.normal(size=(n, k)) + np.eye(k)[y]), y
+
+
+def _binary(n=3000, seed=1):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    return 2.5 * (2 * y - 1) + rng.normal(scale=2.5, size=n), y
+
+
+WEIGHTS = np.random.default_rng(5).uniform(0.0, 2.0, 3000)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_temperature_chunks_equal_fit(weighted, dtype):
+    z, y = _multiclass()
+    z = z.astype(dtype)
+    w = WEIGHTS if weighted else None
+    chunks = _split(z, y, w) if weighted else _split(z, y)
+    got = TemperatureCalibrator().fit_chunks(chunks)
+    ref = TemperatureCalibrator().fit(z, y, sample_weight=w)
+    assert got.temperature_ == pytest.approx(ref.temperature_, rel=1e-10)
+    assert got.score_type_ == ref.score_type_ == "logit"
+    assert got.n_features_in_ == 4
+    np.testing.assert_allclose(got.predict_proba(z), ref.predict_proba(z), atol=1e-7)
+
+
+def test_temperature_chunks_probabilities_and_string_labels():
+    z, y = _multiclass(k=3)
+    p = softmax(z, axis=1)
+    labels = np.array(["cat", "dog", "eel"])[y]
+    got = TemperatureCalibrator().fit_chunks(_split(p, labels))
+    ref = TemperatureCalibrator().fit(p, labels)
+    assert got.score_type_ == "probability"
+    assert got.temperature_ == pytest.approx(ref.temperature_, rel=1e-10)
+    assert list(got.classes_) == ["cat", "dog", "eel"]
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_platt_chunks_equal_fit_binary_and_ovr(weighted):
+    s, y = _binary()
+    w = WEIGHTS if weighted else None
+    chunks = _split(s, y, w) if weighted else _split(s, y)
+    got = PlattCalibrator().fit_chunks(chunks)
+    ref = PlattCalibrator().fit(s, y, sample_weight=w)
+    np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-9)
+    np.testing.assert_allclose(got.intercept_, ref.intercept_, rtol=1e-9, atol=1e-12)
+    z, y3 = _multiclass(k=3)
+    got = PlattCalibrator().fit_chunks(_split(z, y3))
+    ref = PlattCalibrator().fit(z, y3)
+    np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-9)
+    np.testing.assert_allclose(got.predict_proba(z), ref.predict_proba(z), atol=1e-10)
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 3.0])
+def test_histogram_binning_chunks_equal_fit(smoothing):
+    z, y = _multiclass(k=3)
+    p = softmax(z, axis=1).astype(np.float32)
+    got = HistogramBinningCalibrator(n_bins=12, smoothing=smoothing)
+    got.fit_chunks(_split(p, y, WEIGHTS))
+    ref = HistogramBinningCalibrator(n_bins=12, smoothing=smoothing)
+    ref.fit(p, y, sample_weight=WEIGHTS)
+    for a, b in zip(got.bin_proba_, ref.bin_proba_, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    for a, b in zip(got.bin_counts_, ref.bin_counts_, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    with pytest.raises(ValueError, match="strategy='uniform' only"):
+        HistogramBinningCalibrator(strategy="quantile").fit_chunks(_split(p, y))
+
+
+def test_isotonic_chunks_exact_on_discrete_scores_close_otherwise():
+    rng = np.random.default_rng(3)
+    s = rng.integers(-20, 21, 3000) / 4.0  # 161 distinct log-odds
+    y = (rng.uniform(size=s.size) < 1 / (1 + np.exp(-s))).astype(int)
+    got = IsotonicCalibrator(score_type="logit").fit_chunks(_split(s, y, WEIGHTS))
+    ref = IsotonicCalibrator(score_type="logit").fit(s, y, sample_weight=WEIGHTS)
+    grid = np.linspace(-6, 6, 301)
+    np.testing.assert_allclose(
+        got.predict_proba(grid), ref.predict_proba(grid), atol=1e-12
+    )
+    s, y = _binary()  # continuous scores: pooled at 1/65536 of their range
+    got = IsotonicCalibrator().fit_chunks(_split(s, y))
+    ref = IsotonicCalibrator().fit(s, y)
+    assert np.abs(got.predict_proba(s) - ref.predict_proba(s)).max() < 2e-3
+
+
+def test_callable_source_and_bad_chunk_input():
+    z, y = _multiclass()
+    chunks = _split(z, y)
+    got = TemperatureCalibrator().fit_chunks(lambda: iter(chunks))
+    assert got.temperature_ == pytest.approx(
+        TemperatureCalibrator().fit(z, y).temperature_, rel=1e-10
+    )
+    with pytest.raises(TypeError, match="read several times"):
+        TemperatureCalibrator().fit_chunks(iter(chunks))
+    with pytest.raises(ValueError, match="no chunk"):
+        TemperatureCalibrator().fit_chunks([])
+    bad = [chunks[0], (np.where(chunks[3][0] > 5, np.nan, chunks[3][0]), chunks[3][1])]
+    with pytest.raises(ValueError, match="NaN"):
+        TemperatureCalibrator().fit_chunks(bad)
+    with pytest.raises(ValueError, match="different numbers of columns"):
+        TemperatureCalibrator().fit_chunks([chunks[0], (z[:10, :3], y[:10])])
+    with pytest.raises(ValueError, match="one class only"):
+        TemperatureCalibrator().fit_chunks([(z[:5], np.zeros(5, int))])
+    with pytest.raises(ValueError, match="3 column"):
+        TemperatureCalibrator().fit_chunks([(z[:, :3], y)])
+    with pytest.raises(TypeError, match="cannot be fitted in chunks"):
+        BetaCalibrator().fit_chunks(_split(*_binary()))
+    with pytest.raises(ValueError, match="multi_class='ovr' only"):
+        PlattCalibrator(multi_class="top_label").fit_chunks(chunks)
+
+
+def test_wrapper_mode_refuses_chunks():
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 3))
+    y = (X[:, 0] > 0).astype(int)
+    clf = LogisticRegression().fit(X, y)
+    with pytest.raises(ValueError, match="raw scores only"):
+        PlattCalibrator(estimator=clf).fit_chunks([(X, y)])
