@@ -156,3 +156,24 @@ def test_assign_bins_keeps_2d_shape():
     s = rng.uniform(size=(4, 50))
     edges = bin_edges(None, 10)
     np.testing.assert_array_equal(assign_bins(s, edges), _searchsorted(s, edges))
+
+
+def test_weighted_quantile_edges_of_a_group_without_weight():
+    # Every weight 0: no quantile exists, so no interior edge (one bin).
+    s = np.array([0.2, 0.4, 0.9])
+    np.testing.assert_array_equal(bin_edges(s, 4, "quantile", np.zeros(3)), [0.0, 1.0])
+    from skcalib.metrics import expected_calibration_error
+
+    proba = [[0.7, 0.3], [0.6, 0.4], [0.2, 0.8], [0.1, 0.9]]
+    ece = expected_calibration_error(
+        [0, 1, 1, 1],
+        proba,
+        strategy="quantile",
+        kind="top_label",
+        n_bins=2,
+        sample_weight=[1, 1, 0, 0],
+    )
+    # Class 1 (predicted for the rows of weight 0) has no weight. Class 0 is
+    # predicted for rows 0 and 1: 2 equal-mass bins, {0.6} (wrong, gap 0.6)
+    # and {0.7} (right, gap 0.3): ECE (0.6 + 0.3) / 2.
+    assert ece == pytest.approx(0.45)
