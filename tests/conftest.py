@@ -1,3 +1,4 @@
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -21,3 +22,26 @@ def load_shared(relpath):
 @pytest.fixture
 def shared_loader():
     return load_shared
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A ``dask.distributed`` client of a 2-process LocalCluster on the
+    loopback interface (no dashboard, 1 GiB a worker), closed after the
+    module's tests; while it lives it is Dask's default scheduler."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        memory_limit="1GiB",
+        silence_logs=logging.CRITICAL,
+    )
+    client = distributed.Client(cluster, timeout="60s")
+    try:
+        yield client
+    finally:
+        client.close(timeout=30)
+        cluster.close(timeout=30)

@@ -2,8 +2,6 @@
 equals fitting them in memory; ``predict_proba``/``transform``/``predict`` of
 Dask arrays stay lazy (``map_blocks``)."""
 
-import logging
-
 import numpy as np
 import pytest
 from test_chunked_fit import WEIGHTS, _binary, _multiclass, _split
@@ -59,26 +57,6 @@ def test_dask_temperature_equals_fit_and_1d_binary_predict():
     np.testing.assert_allclose(
         cal.predict_proba(ds).compute(), PlattCalibrator().fit(s, yb).predict_proba(s)
     )
-
-
-@pytest.fixture(scope="module")
-def client():
-    distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
-        memory_limit="1GiB",
-        silence_logs=logging.CRITICAL,
-    )
-    client = distributed.Client(cluster, timeout="60s")
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
 
 
 def test_dask_local_cluster_fit(client):

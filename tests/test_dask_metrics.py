@@ -7,7 +7,6 @@ default (threaded) scheduler and on a ``distributed.LocalCluster`` of two
 worker processes on the loopback interface.
 """
 
-import logging
 import tracemalloc
 
 import numpy as np
@@ -349,26 +348,6 @@ def test_nothing_is_loaded_whole(monkeypatch):
 
 
 # -------------------------------------------------- distributed.LocalCluster
-@pytest.fixture(scope="module")
-def client():
-    distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
-        memory_limit="1GiB",
-        silence_logs=logging.CRITICAL,
-    )
-    client = distributed.Client(cluster, timeout="60s")
-    try:
-        yield client
-    finally:
-        client.close(timeout=30)
-        cluster.close(timeout=30)
-
-
 def test_local_cluster_gives_the_same_values(client):
     assert client.scheduler_info()["address"].startswith("tcp://127.0.0.1")
     assert len(client.scheduler_info()["workers"]) == 2
