@@ -3,12 +3,14 @@
 import sys
 
 USAGE = """\
-usage: python -m benchmarks {speed,quality,conformal,large} [--quick] [--out DIR] ...
+usage: python -m benchmarks {speed,quality,conformal,large,auto} [options]
 
   speed    time skcalib's calibrators and metrics against sklearn, netcal,
            torchmetrics, ... (writes speed.md)
   quality  fit every calibrator on the real predictions in shared/data and
            score it on held-out rows (writes quality.md)
+  auto     AutoCalibrator against uncalibrated and every single candidate
+           on the real predictions (writes auto.md)
   large    confidence ECE of 1e8 generated predictions through Dask, and
            Dask against in memory at 1e7 (writes large.md; needs the dask extra)
   conformal  coverage and set size of ConformalClassifier over random splits
@@ -28,6 +30,8 @@ def main(argv=None):
         from benchmarks.speed import main as run
     elif command == "quality":
         from benchmarks.quality import main as run
+    elif command == "auto":
+        from benchmarks.bench_auto import main as run
     elif command == "large":
         from benchmarks.bench_large import main as run
     elif command == "conformal":

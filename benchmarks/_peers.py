@@ -281,9 +281,9 @@ def discover_calibrators():
         obj = getattr(skcalib, name, None)
         if not isinstance(obj, type) or hasattr(obj, "predict_set"):
             continue  # prediction sets (ConformalClassifier), not a calibrator
-        if (BaseCalibrator and issubclass(obj, BaseCalibrator)) or (
-            hasattr(obj, "fit") and hasattr(obj, "predict_proba")
-        ):
+        if BaseCalibrator and not issubclass(obj, BaseCalibrator):
+            continue  # CalibratedClassifier takes features, not scores
+        if hasattr(obj, "fit") and hasattr(obj, "predict_proba"):
             found[name] = obj
     return found
 

@@ -6,10 +6,13 @@ heavy is imported here.
 """
 
 from skcalib.calibration import (
+    AutoCalibrator,
     BetaCalibrator,
+    CalibratedClassifier,
     ConformalClassifier,
     DirichletCalibrator,
     HistogramBinningCalibrator,
+    IdentityCalibrator,
     IsotonicCalibrator,
     MatrixScalingCalibrator,
     PlattCalibrator,
@@ -22,10 +25,13 @@ from skcalib.calibration import (
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "AutoCalibrator",
     "BetaCalibrator",
+    "CalibratedClassifier",
     "ConformalClassifier",
     "DirichletCalibrator",
     "HistogramBinningCalibrator",
+    "IdentityCalibrator",
     "IsotonicCalibrator",
     "MatrixScalingCalibrator",
     "PlattCalibrator",

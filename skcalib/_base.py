@@ -32,6 +32,11 @@ from skcalib._scores import Scores, check_probabilities, looks_like_probabilitie
 
 __all__ = ["BaseCalibrator"]
 
+#: Rows of a wrapped classifier's ``predict_proba`` that miss 1 by at most
+#: this much are renormalised (rounding); raw ``X`` must sum to 1 within
+#: ``sqrt(eps)`` of its dtype.
+PREDICT_PROBA_DRIFT = 1e-4
+
 
 class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
     """Shared machinery of all calibrators (not for direct use).
@@ -127,6 +132,14 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
             input_name=f"{type(self.estimator).__name__}.{method}(X)",
         )
         kind = "logit" if method == "decision_function" else "probability"
+        if kind == "probability" and scores.ndim == 2 and scores.shape[1] > 1:
+            # A classifier's predict_proba is a distribution by contract, but
+            # rows may miss 1 by rounding (GaussianNB: ~1e-7 in float64):
+            # renormalise small drifts; larger ones stay errors.
+            sums = scores.sum(axis=1, keepdims=True, dtype=np.float64)
+            drift = np.abs(sums - 1.0)
+            if 0 < drift.max() <= PREDICT_PROBA_DRIFT:
+                scores = (scores / sums).astype(scores.dtype, copy=False)
         return scores, kind
 
     def _check_columns(self, scores, n_classes):

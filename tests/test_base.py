@@ -229,6 +229,31 @@ def test_wrapper_rejects_labels_the_estimator_does_not_know():
         PlattCalibrator(estimator=clf).fit(X_cal, y_bad)
 
 
+class _DriftingProba(GaussianNB):
+    """predict_proba rows off 1 by ``drift`` (rounding of a real model)."""
+
+    def __init__(self, drift=5e-8):
+        super().__init__()
+        self.drift = drift
+
+    def predict_proba(self, X):
+        return super().predict_proba(X) * (1.0 + self.drift)
+
+
+def test_wrapper_renormalises_predict_proba_rounding_drift():
+    X_fit, y_fit, X_cal, y_cal = _split_data()
+    ref = PlattCalibrator(estimator=GaussianNB().fit(X_fit, y_fit)).fit(X_cal, y_cal)
+    drifting = _DriftingProba().fit(X_fit, y_fit)
+    cal = PlattCalibrator(estimator=drifting).fit(X_cal, y_cal)
+    np.testing.assert_allclose(
+        cal.predict_proba(X_cal), ref.predict_proba(X_cal), atol=1e-7
+    )
+    # a drift beyond rounding is still an error naming the row
+    broken = _DriftingProba(drift=0.01).fit(X_fit, y_fit)
+    with pytest.raises(ValueError, match=r"scores must hold probabilities.*row"):
+        PlattCalibrator(estimator=broken).fit(X_cal, y_cal)
+
+
 def test_wrapper_unfitted_estimator_and_missing_method():
     from sklearn.exceptions import NotFittedError
 

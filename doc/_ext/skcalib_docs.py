@@ -36,6 +36,7 @@ logger = logging.getLogger(__name__)
 #: file name.
 EXAMPLE_ORDER = [
     "plot_calibrate_prefit_classifier.py",
+    "plot_calibrate_unfitted_model.py",
     "plot_compare_calibrators.py",
     "plot_tune_n_bins.py",
     "plot_reliability_cifar100.py",
