@@ -3,7 +3,7 @@
 import sys
 
 USAGE = """\
-usage: python -m benchmarks {speed,quality,conformal,large,auto} [options]
+usage: python -m benchmarks {speed,quality,conformal,large,large-fit,auto} [options]
 
   speed    time skcalib's calibrators and metrics against sklearn, netcal,
            torchmetrics, ... (writes speed.md)
@@ -13,6 +13,8 @@ usage: python -m benchmarks {speed,quality,conformal,large,auto} [options]
            on the real predictions (writes auto.md)
   large    confidence ECE of 1e8 generated predictions through Dask, and
            Dask against in memory at 1e7 (writes large.md; needs the dask extra)
+  large-fit  temperature scaling fitted on 1e8 generated logits through Dask,
+           and Dask against in memory at 1e7 (writes large_fit.md)
   conformal  coverage and set size of ConformalClassifier over random splits
            of the real predictions, and its speed (writes conformal.md)
 
@@ -34,6 +36,8 @@ def main(argv=None):
         from benchmarks.bench_auto import main as run
     elif command == "large":
         from benchmarks.bench_large import main as run
+    elif command == "large-fit":
+        from benchmarks.bench_large_fit import main as run
     elif command == "conformal":
         from benchmarks.bench_conformal import main as run
     else:

@@ -50,13 +50,19 @@ def labels_block(block_id, rows, k):
     return np.random.default_rng([SEED, block_id, 0]).integers(0, k, rows)
 
 
-def proba_block(block_id, rows, k):
-    """Float32 probabilities of block ``block_id`` (rows sum to 1)."""
+def logits_block(block_id, rows, k):
+    """Float32 logits of block ``block_id``: ``2 (N(0, 1) + 1.5 e_y)``."""
     y = labels_block(block_id, rows, k)
     rng = np.random.default_rng([SEED, block_id, 1])
     z = rng.standard_normal((rows, k), dtype=np.float32)
     z[np.arange(rows), y] += np.float32(1.5)
     z *= np.float32(2.0)
+    return z
+
+
+def proba_block(block_id, rows, k):
+    """Float32 probabilities of block ``block_id`` (rows sum to 1)."""
+    z = logits_block(block_id, rows, k)
     z -= z.max(axis=1, keepdims=True)
     np.exp(z, out=z)
     z /= z.sum(axis=1, keepdims=True, dtype=np.float64).astype(np.float32)

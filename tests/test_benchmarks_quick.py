@@ -128,3 +128,21 @@ def test_missing_or_broken_peer_is_skipped(monkeypatch):
     notes = _peers.skip_notes(status)
     assert any(n.startswith("absent-peer: not installed") for n in notes)
     assert all("\n" not in n for n in notes)
+
+
+@pytest.mark.parametrize(
+    "command, title",
+    [
+        ("large", "# Calibration error of large data through Dask"),
+        ("large-fit", "# Temperature scaling of large data through Dask"),
+    ],
+)
+def test_large_data_quick(tmp_path, command, title):
+    pytest.importorskip("dask")
+    before = _mtimes()
+    _run(command, out=tmp_path)
+    name = "large.md" if command == "large" else "large_fit.md"
+    text = (tmp_path / name).read_text()
+    assert text.startswith(title)
+    assert "ratio Dask / in memory" in text
+    assert _mtimes() == before  # quick runs never touch the committed results
