@@ -301,8 +301,9 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         if not hasattr(self, "_fit_chunks"):
             raise TypeError(
                 f"{name} cannot be fitted in chunks; TemperatureCalibrator, "
-                "PlattCalibrator, HistogramBinningCalibrator (uniform bins) and "
-                "IsotonicCalibrator can."
+                "PlattCalibrator, HistogramBinningCalibrator (uniform bins), "
+                "IsotonicCalibrator, VectorScalingCalibrator, "
+                "MatrixScalingCalibrator and DirichletCalibrator can."
             )
         data.survey(self.score_type)
         self.classes_ = data.classes

@@ -7,10 +7,12 @@ import pytest
 from test_chunked_fit import WEIGHTS, _binary, _multiclass, _split
 
 from skcalib import (
+    DirichletCalibrator,
     HistogramBinningCalibrator,
     IsotonicCalibrator,
     PlattCalibrator,
     TemperatureCalibrator,
+    VectorScalingCalibrator,
 )
 
 # ------------------------------------------------------------------- Dask
@@ -28,6 +30,8 @@ def _dask(*arrays, chunks=(700, 1, 1299, 1000)):
         lambda: PlattCalibrator(),
         lambda: HistogramBinningCalibrator(n_bins=10),
         lambda: IsotonicCalibrator(),
+        lambda: VectorScalingCalibrator(),
+        lambda: DirichletCalibrator(reg_lambda=1.0),
     ],
 )
 def test_dask_fit_and_predict_equal_in_memory(make):

@@ -117,8 +117,9 @@ class _BinaryMapCalibrator(BaseCalibrator):
         if not hasattr(self, "_fit_map_chunks"):
             raise TypeError(
                 f"{name} cannot be fitted in chunks; TemperatureCalibrator, "
-                "PlattCalibrator, HistogramBinningCalibrator and IsotonicCalibrator "
-                "can."
+                "PlattCalibrator, HistogramBinningCalibrator (uniform bins), "
+                "IsotonicCalibrator, VectorScalingCalibrator, "
+                "MatrixScalingCalibrator and DirichletCalibrator can."
             )
         n_classes = data.classes.size
         if n_classes == 2 and self.multi_class == "ovr":

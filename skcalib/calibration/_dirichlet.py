@@ -16,7 +16,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from skcalib._base import BaseCalibrator
 from skcalib._scores import softmax
-from skcalib.calibration._linear_solver import PenalisedNLL, fit_matrix, fit_vector
+from skcalib.calibration._linear_solver import (
+    ChunkedPenalisedNLL,
+    PenalisedNLL,
+    fit_matrix,
+    fit_vector,
+)
 
 __all__ = [
     "DirichletCalibrator",
@@ -67,12 +72,22 @@ class _LinearMapCalibrator(BaseCalibrator):
         problem = PenalisedNLL(
             x, y, sample_weight, self._penalty_coefficients(k), diagonal=self._diagonal
         )
+        self._solve(problem, k, effective_n_jobs(self.n_jobs))
+
+    def _fit_chunks(self, data):
+        k = data.classes.size
+        problem = ChunkedPenalisedNLL(
+            data,
+            "logits" if self._features == "logits" else "log_proba",
+            self._penalty_coefficients(k),
+            diagonal=self._diagonal,
+        )
+        self._solve(problem, k, 1)
+
+    def _solve(self, problem, k, n_jobs):
         solver = fit_vector if self._diagonal else fit_matrix
         theta, n_iter, status, gmax = solver(
-            problem,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            n_jobs=effective_n_jobs(self.n_jobs),
+            problem, max_iter=self.max_iter, tol=self.tol, n_jobs=n_jobs
         )
         name = type(self).__name__
         if status == "max_iter":
@@ -81,7 +96,7 @@ class _LinearMapCalibrator(BaseCalibrator):
                 f"(largest gradient entry {gmax:.2e} > tol={self.tol:g}); increase "
                 "max_iter or the regularisation (reg_lambda, reg_mu).",
                 ConvergenceWarning,
-                stacklevel=4,
+                stacklevel=5,
             )
         elif status == "precision":
             warnings.warn(
@@ -89,7 +104,7 @@ class _LinearMapCalibrator(BaseCalibrator):
                 f"decrease further in float64, but the largest gradient entry "
                 f"{gmax:.2e} > tol={self.tol:g}; increase tol or the regularisation.",
                 ConvergenceWarning,
-                stacklevel=4,
+                stacklevel=5,
             )
         if self._diagonal:
             self.coef_, self.intercept_ = theta[0], theta[1]

@@ -48,6 +48,7 @@ overhead, which becomes severe (more than tenfold) when the cores are busy.
 
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 
 import numpy as np
 from scipy.optimize import minimize
@@ -208,10 +209,14 @@ class PenalisedNLL:
         """``J``, its gradient (shape of ``theta``) and, for vector scaling,
         the exact Hessian in the order ``(w, b)`` (shape ``(2K, 2K)``)."""
         loss, grad, hess = self._sum(lambda sl: self._block_terms(sl, theta, hessian))
+        return self.add_penalty(theta, loss, grad, hess)
+
+    def add_penalty(self, theta, loss, grad, hess=None):
+        """Add the penalty's value, gradient and Hessian to the data terms."""
         d = theta - self.theta0
         loss = float(loss) + float(np.sum(self.C * d * d))
         grad += 2.0 * self.C * d
-        if hessian:
+        if hess is not None:
             hess[np.diag_indices(2 * self.k)] += 2.0 * self.C.ravel()
         return loss, grad, hess
 
@@ -248,8 +253,12 @@ class PenalisedNLL:
             return (np.stack([(xt * h[:, j : j + 1]).T @ xt for j in range(k)]),)
 
         (out,) = sub._sum(block)
-        if full:
-            idx = np.arange(k + 1)
+        return self.add_curvature_penalty(out, full)
+
+    def add_curvature_penalty(self, out, full):
+        """Add the penalty's curvature to :meth:`curvature_blocks` output."""
+        if full and not self.diagonal:
+            idx = np.arange(self.k + 1)
             out[:, idx, idx] += 2.0 * self.C
         else:
             out += 2.0 * self.C
@@ -272,6 +281,94 @@ class PenalisedNLL:
         free = ~np.any(self.C > 0, axis=0)
         theta[:, free] -= (theta[:, free] - self.theta0[:, free]).mean(axis=0)
         return theta
+
+
+class ChunkedPenalisedNLL:
+    """:class:`PenalisedNLL` of data in chunks (:class:`skcalib._chunks.ChunkedData`).
+
+    The solvers need the objective's value, gradient, (vector scaling)
+    Hessian and curvature blocks: all are sums over rows, so each is one
+    pass over the chunks, every chunk evaluated by a :class:`PenalisedNLL`
+    of its own rows with the global row weights ``s_i / sum(s)`` and
+    ``x_scale``; the penalty is added once. ``features`` names the
+    :class:`~skcalib._scores.Scores` attribute used as ``x``. Threads over
+    row blocks are not used (the chunks are the parallel units).
+    """
+
+    def __init__(self, data, features, C, *, diagonal):
+        self.data, self.features, self.diagonal = data, features, diagonal
+        (x_max,) = data.map_scores(
+            partial(_chunk_abs_max, features=features),
+            combine=lambda parts: (max(p[0] for p in parts if p is not None),),
+        )
+        k = C.shape[1] if diagonal else C.shape[0]
+        # A one-row problem holds the scaled penalty and the start point.
+        self.template = PenalisedNLL(
+            np.zeros((1, k)),
+            np.zeros(1, dtype=np.intp),
+            None,
+            C,
+            diagonal=diagonal,
+            x_scale=max(1.0, x_max),
+        )
+        self.k, self.x_scale = k, self.template.x_scale
+        self.C, self.theta0 = self.template.C, self.template.theta0
+        self.blocks, self.pool = [], None
+
+    def _pass(self, what, **kwargs):
+        return self.data.map_scores(
+            partial(
+                _chunk_terms,
+                what=what,
+                features=self.features,
+                diagonal=self.diagonal,
+                x_scale=self.x_scale,
+                total=self.data.total_weight,
+                **kwargs,
+            )
+        )
+
+    def loss_grad(self, theta, hessian=False):
+        """As :meth:`PenalisedNLL.loss_grad`."""
+        parts = self._pass("loss_grad", theta=theta, hessian=hessian)
+        return self.template.add_penalty(theta, *parts)
+
+    def curvature_blocks(self, theta, full):
+        """As :meth:`PenalisedNLL.curvature_blocks` (each chunk subsampled on
+        its own: it only steers the solver)."""
+        (out,) = self._pass("curvature", theta=theta, full=full)
+        return self.template.add_curvature_penalty(out, full)
+
+    def original(self, theta):
+        return self.template.original(theta)
+
+    def gauge_fix(self, theta):
+        return self.template.gauge_fix(theta)
+
+
+def _chunk_abs_max(scores, y, w, *, features):
+    x = getattr(scores, features)
+    if w is not None:
+        x = x[w > 0]
+    return (float(np.max(np.abs(x), initial=0.0)),)
+
+
+def _chunk_terms(scores, y, w, *, what, features, diagonal, x_scale, total, **kw):
+    """Data terms of one chunk, rows weighted by ``w / total``."""
+    x = getattr(scores, features)
+    k = x.shape[1]
+    shape = (2, k) if diagonal else (k, k + 1)
+    problem = PenalisedNLL(
+        x, y, None, np.zeros(shape), diagonal=diagonal, x_scale=x_scale
+    )
+    problem.w = None if w is None else w / total
+    problem.w_const = 1.0 / total
+    if what == "curvature":
+        return (problem.curvature_blocks(kw["theta"], kw["full"]),)
+    loss, grad, hess = problem._sum(
+        lambda sl: problem._block_terms(sl, kw["theta"], kw["hessian"])
+    )
+    return (loss, grad) if hess is None else (loss, grad, hess)
 
 
 @contextmanager
