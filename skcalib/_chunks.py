@@ -85,8 +85,10 @@ class ChunkedData:
         else:
             blocks.append([None] * len(blocks[0]))
 
-        def run(fn):
+        def run(fn, first=False):
             tasks = [dask.delayed(fn)(*b) for b in zip(*blocks, strict=True)]
+            if first:  # only the first block is computed
+                return [tasks[0].compute()]
             return list(dask.compute(*tasks))
 
         return cls(run)
@@ -110,9 +112,11 @@ class ChunkedData:
                 f"(the data are read several times); got {type(chunks).__name__}."
             )
 
-        def run(fn):
+        def run(fn, first=False):
             out = []
             for i, chunk in enumerate(source()):
+                if first and out:
+                    break
                 if not isinstance(chunk, (list, tuple)) or len(chunk) not in (2, 3):
                     raise ValueError(
                         f"chunk {i} must be a tuple (X, y) or (X, y, sample_weight)."
@@ -153,6 +157,18 @@ class ChunkedData:
         self.score_type = score_type
         self.dtype = np.result_type(*[p["dtype"] for p in parts])
         return self
+
+    def first_scores(self, fn):
+        """``fn(scores, y_encoded, sample_weight)`` of the first chunk only
+        (None if it is empty): a cheap look at the data, not a pass."""
+        call = partial(
+            _scores_chunk,
+            fn=fn,
+            classes=self.classes,
+            score_type=self.score_type,
+            n_columns=self.n_columns,
+        )
+        return self._run(call, first=True)[0]
 
     def map_scores(self, fn, combine=sum_parts):
         """One pass of ``fn(scores, y_encoded, sample_weight)`` per chunk.

@@ -1,5 +1,8 @@
 """Fitting in chunks (``fit_chunks``) and on Dask arrays equals ``fit`` on the
-concatenated data: every pass is a sum of per-chunk statistics."""
+concatenated data: every pass is a sum of per-chunk statistics.
+
+Temperatures are compared to ``2e-8`` relative: both fits stop within their
+``tol=1e-8`` of the optimum in ``log T`` (from different starting points)."""
 
 import numpy as np
 import pytest
@@ -51,7 +54,7 @@ def test_temperature_chunks_equal_fit(weighted, dtype):
     chunks = _split(z, y, w) if weighted else _split(z, y)
     got = TemperatureCalibrator().fit_chunks(chunks)
     ref = TemperatureCalibrator().fit(z, y, sample_weight=w)
-    assert got.temperature_ == pytest.approx(ref.temperature_, rel=1e-10)
+    assert got.temperature_ == pytest.approx(ref.temperature_, rel=2e-8)
     assert got.score_type_ == ref.score_type_ == "logit"
     assert got.n_features_in_ == 4
     np.testing.assert_allclose(got.predict_proba(z), ref.predict_proba(z), atol=1e-7)
@@ -64,7 +67,7 @@ def test_temperature_chunks_probabilities_and_string_labels():
     got = TemperatureCalibrator().fit_chunks(_split(p, labels))
     ref = TemperatureCalibrator().fit(p, labels)
     assert got.score_type_ == "probability"
-    assert got.temperature_ == pytest.approx(ref.temperature_, rel=1e-10)
+    assert got.temperature_ == pytest.approx(ref.temperature_, rel=2e-8)
     assert list(got.classes_) == ["cat", "dog", "eel"]
 
 
@@ -121,7 +124,7 @@ def test_callable_source_and_bad_chunk_input():
     chunks = _split(z, y)
     got = TemperatureCalibrator().fit_chunks(lambda: iter(chunks))
     assert got.temperature_ == pytest.approx(
-        TemperatureCalibrator().fit(z, y).temperature_, rel=1e-10
+        TemperatureCalibrator().fit(z, y).temperature_, rel=2e-8
     )
     with pytest.raises(TypeError, match="read several times"):
         TemperatureCalibrator().fit_chunks(iter(chunks))

@@ -457,6 +457,14 @@ def fit_temperature(
     return float(np.exp(-u)), n_iter, status
 
 
+def _first_chunk_temperature(scores, y, w):
+    """``log(1 / T)`` fitted to 1e-3 on one chunk, or None."""
+    if w is not None and not w.sum() > 0:
+        return None
+    temperature, _, status = fit_temperature(scores.logits, y, w, tol=1e-3)
+    return -np.log(temperature) if status == "converged" else None
+
+
 def _temperature_chunk_terms(scores, y, w, *, beta, coarse):
     """:func:`_temperature_terms` of one chunk of scores."""
     z = scores.logits
@@ -594,8 +602,18 @@ class TemperatureCalibrator(BaseCalibrator):
                 partial(_temperature_chunk_terms, beta=beta, coarse=coarse)
             )
 
+        # Start from the temperature of the first chunk (read once more, on
+        # its own): the passes over all chunks then begin near the optimum,
+        # the first of them in float32, as in fit.
+        start = data.first_scores(_first_chunk_temperature)
         u, n_iter, status = _newton_temperature(
-            terms, 0.0, data.total_weight, self.max_iter, self.tol, (1e-4, 1e4)
+            terms,
+            0.0 if start is None else start,
+            data.total_weight,
+            self.max_iter,
+            self.tol,
+            (1e-4, 1e4),
+            coarse_first=start is not None,
         )
         self._set_temperature(float(np.exp(-u)), n_iter, status)
 
