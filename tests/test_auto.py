@@ -55,7 +55,7 @@ class FailingCalibrator(TemperatureCalibrator):
 
 # ------------------------------------------------------------- common checks
 @parametrize_with_checks(
-    [AutoCalibrator(), AutoCalibrator(cv=3, n_std_errors=0.0), IdentityCalibrator()],
+    [AutoCalibrator(cv=3, n_std_errors=0.0)],  # defaults: tests/test_common.py
     expected_failed_checks=_expected_failed_checks,
 )
 def test_sklearn_compatible_estimator(estimator, check):

@@ -66,9 +66,9 @@ class RecordingLR(LogisticRegression):
 
 
 # ------------------------------------------------------------- common checks
+# (the default instance runs in tests/test_common.py)
 @parametrize_with_checks(
     [
-        CalibratedClassifier(),
         CalibratedClassifier(LogisticRegression(), PlattCalibrator(), cv=3),
         CalibratedClassifier(
             GaussianNB(), IsotonicCalibrator(), cv=KFold(3), ensemble=False
