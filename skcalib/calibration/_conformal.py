@@ -272,7 +272,7 @@ class ConformalClassifier(BaseCalibrator):
         were too few calibration samples (full sets).
     n_features_in_ : int
         Number of columns of ``X`` seen at fit (2-D input).
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Names of the features seen at fit (when they are all strings).
 
     See Also

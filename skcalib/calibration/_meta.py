@@ -367,7 +367,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         The method of the classifier that gave the scores.
     n_features_in_ : int
         Number of features seen at fit (when the classifier has it).
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Names of the features seen at fit (when the classifier has them).
 
     See Also
