@@ -195,9 +195,10 @@ def render(args, large, memory, elapsed, probe):
         ),
         "",
         f"- ratio Dask / in memory at n = {nm:.0e}: "
-        f"**{memory['dask'] / memory['memory']:.2f}** (the in-memory fit starts "
-        "from a subsample of every 16th row, the Dask fit from its first block; "
-        "the Dask fit also makes a survey pass)",
+        f"**{memory['dask'] / memory['memory']:.2f}** (the in-memory fit runs "
+        "on one thread (`n_jobs=None`) and starts from a subsample of every 16th "
+        "row; the Dask fit runs its blocks on 2 threads, starts from its first "
+        "block and also makes a survey pass)",
         f"- |T difference|: {abs(memory['T_dask'] - memory['T_memory']):.1e}",
         "",
     ]
