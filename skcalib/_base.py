@@ -162,16 +162,16 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         """Wrap validated raw scores (deciding ``score_type_`` at fit)."""
         n_classes = len(self.classes_)
         self._check_columns(scores, n_classes)
+        checked = False  # looks_like_probabilities checks what is checked below
         if reset:
             if self.score_type != "auto":
                 self.score_type_ = self.score_type
             elif kind is not None:
                 self.score_type_ = kind
             else:
-                self.score_type_ = (
-                    "probability" if looks_like_probabilities(scores) else "logit"
-                )
-        if self.score_type_ == "probability":
+                checked = looks_like_probabilities(scores)
+                self.score_type_ = "probability" if checked else "logit"
+        if self.score_type_ == "probability" and not checked:
             check_probabilities(
                 scores, name="X" if self.estimator is None else "scores"
             )

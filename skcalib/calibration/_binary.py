@@ -70,15 +70,22 @@ class _BinaryMapCalibrator(BaseCalibrator):
             return scores.positive_proba
         return scores.positive_log_odds
 
+    #: Subclasses whose maps take boolean targets set this (no float copy).
+    _bool_target = False
+
+    def _target(self, is_positive):
+        """The 0/1 target of a map: boolean, or float64 (the default)."""
+        if self._bool_target:
+            return is_positive
+        return is_positive.astype(np.float64)
+
     def _fit(self, scores, y, sample_weight):
         n_classes = scores.n_classes
         w = sample_weight
         maps = []
         if n_classes == 2 and self.multi_class == "ovr":
             self.calibrators_ = [
-                self._fit_map(
-                    self._binary_scores(scores), (y == 1).astype(np.float64), w
-                )
+                self._fit_map(self._binary_scores(scores), self._target(y == 1), w)
             ]
             self._set_fitted_views()
             return
@@ -86,7 +93,7 @@ class _BinaryMapCalibrator(BaseCalibrator):
         scores = self._map_scores(scores)
         if self.multi_class == "ovr":
             for k in range(n_classes):
-                maps.append(self._fit_map(scores[:, k], (y == k).astype(np.float64), w))
+                maps.append(self._fit_map(scores[:, k], self._target(y == k), w))
         else:
             top = np.argmax(log_proba, axis=1)
             rows = np.arange(top.shape[0])
@@ -99,7 +106,7 @@ class _BinaryMapCalibrator(BaseCalibrator):
                 maps.append(
                     self._fit_map(
                         conf[mask],
-                        (y[mask] == k).astype(np.float64),
+                        self._target(y[mask] == k),
                         None if w is None else w[mask],
                     )
                 )
@@ -152,15 +159,21 @@ class _BinaryMapCalibrator(BaseCalibrator):
             return out
         return np.clip(out, OUTPUT_EPS, 1.0 - OUTPUT_EPS, out=out)
 
+    def _binary_proba(self, fitted, score, dtype):
+        """``(1 - p, p)`` of the binary map, shape (n, 2), in ``dtype``."""
+        p1 = self._apply(fitted, score)
+        proba = np.empty((p1.shape[0], 2), dtype=dtype)
+        np.subtract(1.0, p1, out=proba[:, 0], casting="unsafe")
+        proba[:, 1] = p1
+        return proba
+
     def _predict_proba(self, scores):
         dtype = scores.dtype
         n, n_classes = scores.n_samples, scores.n_classes
         if n_classes == 2 and self.multi_class == "ovr":
-            p1 = self._apply(self.calibrators_[0], self._binary_scores(scores))
-            proba = np.empty((n, 2), dtype=dtype)
-            np.subtract(1.0, p1, out=proba[:, 0], casting="unsafe")
-            proba[:, 1] = p1
-            return proba
+            return self._binary_proba(
+                self.calibrators_[0], self._binary_scores(scores), dtype
+            )
         log_proba = scores.log_proba
         scores = self._map_scores(scores)
         if self.multi_class == "ovr":

@@ -16,7 +16,7 @@ def _binned_chunk(scores, y, w, *, view, edges, smooth):
     """Per-bin weights, positives (and scores) of one chunk of one map."""
     score, target = view(scores, y)
     values = (target, score) if smooth else (target,)
-    return binned_sums(score, edges, w, *values)
+    return binned_sums(score, edges, w, *values, in_range=True)
 
 
 class HistogramBinningCalibrator(_BinaryMapCalibrator):
@@ -114,6 +114,7 @@ class HistogramBinningCalibrator(_BinaryMapCalibrator):
     }
     _map_input = "proba"
     _map_output_clipped = True
+    _bool_target = True
 
     def __init__(
         self,
@@ -137,7 +138,9 @@ class HistogramBinningCalibrator(_BinaryMapCalibrator):
     def _fit_map(self, score, target, sample_weight):
         edges = bin_edges(score, self.n_bins, self.strategy, sample_weight)
         values = (target, score) if self.smoothing > 0 else (target,)
-        return self._table(edges, *binned_sums(score, edges, sample_weight, *values))
+        return self._table(
+            edges, *binned_sums(score, edges, sample_weight, *values, in_range=True)
+        )
 
     def _fit_map_chunks(self, data, view, n_pos):
         if self.strategy != "uniform":
@@ -179,4 +182,11 @@ class HistogramBinningCalibrator(_BinaryMapCalibrator):
 
     def _apply_map(self, fitted, score):
         edges, proba = fitted
-        return lookup_bins(score, edges, proba)
+        # The map's inputs are probabilities (validated, or softmax outputs).
+        return lookup_bins(score, edges, proba, in_range=True)
+
+    def _binary_proba(self, fitted, score, dtype):
+        # Both columns from one lookup of a two-column table.
+        edges, proba = fitted
+        table = np.column_stack((1.0 - proba, proba)).astype(dtype, copy=False)
+        return lookup_bins(score, edges, table, in_range=True)

@@ -123,10 +123,21 @@ def _n_cells(n_bins):
     return max(1 << 12, 1 << int(np.ceil(np.log2(16 * n_bins))))
 
 
-def _cells(scores, interior):
-    """Cell of each score and the tables of :func:`_cell_tables`."""
+def _cells(scores, interior, in_range=False):
+    """Cell of each score and the tables of :func:`_cell_tables`.
+
+    ``in_range=True``: the caller guarantees scores in ``[0, 1]`` (no NaN),
+    so the clipping passes are skipped (a score of 1 has cell ``G``, which
+    the tables hold).
+    """
     n_cells = _n_cells(interior.size + 1)
     bins, ambiguous = _cell_tables(interior.tobytes(), interior.dtype.char, n_cells)
+    if in_range:
+        # One pass: the exact product, truncated (= floored, as it is >= 0)
+        # while it is written to the integer output.
+        cell = np.empty(scores.shape, dtype=np.intp)
+        np.multiply(scores, scores.dtype.type(n_cells), out=cell, casting="unsafe")
+        return cell, bins, ambiguous
     with np.errstate(over="ignore", invalid="ignore"):
         cell = scores * scores.dtype.type(n_cells)
     np.fmin(cell, n_cells, out=cell)  # NaN becomes n_cells (the last bin)
@@ -167,7 +178,7 @@ def _table_path(scores, edges):
     return scores, interior, fast
 
 
-def lookup_bins(scores, edges, table):
+def lookup_bins(scores, edges, table, *, in_range=False):
     """``table[assign_bins(scores, edges)]`` without the bin indices.
 
     Parameters
@@ -176,29 +187,32 @@ def lookup_bins(scores, edges, table):
         As for :func:`assign_bins`.
     edges : ndarray of shape (n_bins + 1,)
         As returned by :func:`bin_edges`.
-    table : ndarray of shape (n_bins,)
-        One value per bin.
+    table : ndarray of shape (n_bins,) or (n_bins, m)
+        One value (or row of values) per bin.
+    in_range : bool, default=False
+        The caller guarantees scores in ``[0, 1]`` without NaN (saves the
+        clipping passes).
 
     Returns
     -------
-    values : ndarray of shape (n_samples,)
-        The value of each score's bin.
+    values : ndarray of shape (n_samples,) or (n_samples, m)
+        The value (row) of each score's bin.
     """
     scores, interior, fast = _table_path(scores, edges)
     table = np.asarray(table)
     if not fast:
         return table[np.searchsorted(interior, scores, side="left")]
-    shape = scores.shape
+    shape = scores.shape + table.shape[1:]
     scores = scores.reshape(-1)
-    cell, bins, ambiguous = _cells(scores, interior)
-    out = table[bins].take(cell)
+    cell, bins, ambiguous = _cells(scores, interior, in_range)
+    out = table[bins].take(cell, axis=0)
     fix = np.flatnonzero(ambiguous.take(cell))
     if fix.size:
         out[fix] = table[np.searchsorted(interior, scores[fix], side="left")]
     return out.reshape(shape)
 
 
-def binned_sums(scores, edges, sample_weight=None, *values):
+def binned_sums(scores, edges, sample_weight=None, *values, in_range=False):
     """``bin_sums(assign_bins(scores, edges), n_bins, sample_weight, *values)``
     without the bin indices: totals are accumulated per cell of the table
     path, then per bin.
@@ -209,9 +223,9 @@ def binned_sums(scores, edges, sample_weight=None, *values):
         ids = np.searchsorted(interior, scores, side="left")
         return bin_sums(ids, n_bins, sample_weight, *values)
     scores = scores.reshape(-1)
-    cell, bins, ambiguous = _cells(scores, interior)
-    totals = bin_sums(cell, bins.size, sample_weight, *values)
+    cell, bins, ambiguous = _cells(scores, interior, in_range)
     fix = np.flatnonzero(ambiguous.take(cell))
+    totals = bin_sums(cell, bins.size, sample_weight, *values, overwrite_ids=True)
     if not fix.size:
         return tuple(np.bincount(bins, weights=t, minlength=n_bins) for t in totals)
     exact = bin_sums(
@@ -257,7 +271,7 @@ def assign_bins(scores, edges):
     return np.searchsorted(interior, scores, side="left")
 
 
-def bin_sums(bin_ids, n_bins, sample_weight=None, *values):
+def bin_sums(bin_ids, n_bins, sample_weight=None, *values, overwrite_ids=False):
     """Weighted per-bin totals in one ``np.bincount`` pass per quantity.
 
     Parameters
@@ -271,6 +285,9 @@ def bin_sums(bin_ids, n_bins, sample_weight=None, *values):
     *values : ndarray of shape (n_samples,)
         Quantities to sum per bin (for example confidence and correctness),
         each multiplied by its sample's weight.
+    overwrite_ids : bool, default=False
+        ``bin_ids`` is the caller's scratch array and may be overwritten
+        (saves a copy when the only value is boolean).
 
     Returns
     -------
@@ -286,7 +303,13 @@ def bin_sums(bin_ids, n_bins, sample_weight=None, *values):
             # Counts and the first boolean's sums from one bincount of
             # 2 * bin + value (exact integers, faster than two passes).
             first = flags[0]
-            both = np.bincount(bin_ids * 2 + values[first], minlength=2 * n_bins)
+            if overwrite_ids and len(values) == 1 and bin_ids.dtype == np.intp:
+                bin_ids *= 2  # the caller's scratch array: no new one
+                bin_ids += values[first]
+                keys = bin_ids
+            else:
+                keys = bin_ids * 2 + values[first]
+            both = np.bincount(keys, minlength=2 * n_bins)
             both = both.reshape(-1, 2).astype(np.float64)
             counts = both.sum(axis=1)
             sums[first] = both[:, 1].copy()

@@ -177,3 +177,24 @@ def test_weighted_quantile_edges_of_a_group_without_weight():
     # predicted for rows 0 and 1: 2 equal-mass bins, {0.6} (wrong, gap 0.6)
     # and {0.7} (right, gap 0.3): ECE (0.6 + 0.3) / 2.
     assert ece == pytest.approx(0.45)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_in_range_path_and_two_column_tables(dtype):
+    # in_range=True (scores known to lie in [0, 1]) skips the clipping and
+    # writes the cells in one pass; 1.0 itself and every edge included.
+    rng = np.random.default_rng(11)
+    edges = bin_edges(rng.beta(2, 5, 500), 12, "quantile")
+    scores = _edge_heavy_scores(rng, edges, dtype)
+    scores = scores[(scores >= 0) & (scores <= 1)]
+    scores = np.r_[scores, dtype(0), dtype(1)].astype(dtype)
+    want = _searchsorted(scores, edges)
+    table = np.column_stack((np.arange(edges.size - 1), -np.arange(edges.size - 1)))
+    np.testing.assert_array_equal(
+        lookup_bins(scores, edges, table, in_range=True), table[want]
+    )
+    target = rng.uniform(size=scores.size) < 0.4
+    counts, positives = binned_sums(scores, edges, None, target, in_range=True)
+    ref = bin_sums(want, edges.size - 1, None, target)
+    np.testing.assert_array_equal(counts, ref[0])
+    np.testing.assert_array_equal(positives, ref[1])
