@@ -267,8 +267,10 @@ LOGIT_FAMILIES = {
 def discover_calibrators():
     """skcalib's public calibrators (from ``skcalib.__all__``), by name.
 
-    A class counts when it derives from skcalib's base calibrator, or has
-    ``fit`` and ``predict_proba`` and can be built with no argument.
+    A class counts when it derives from skcalib's base calibrator (when that
+    can be imported; else when it has ``fit`` and ``predict_proba``), and has
+    no ``predict_set``: ``CalibratedClassifier`` takes features and
+    ``ConformalClassifier`` returns sets.
     """
     import skcalib
 

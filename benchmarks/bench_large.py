@@ -74,31 +74,34 @@ def _labels(block_info=None, *, k):
     return labels_block(info["chunk-location"][0], info["chunk-shape"][0], k)
 
 
-def _proba(block_info=None, *, k):
+def _scores(block_info=None, *, k, make):
     info = block_info[None]
-    return proba_block(info["chunk-location"][0], info["chunk-shape"][0], k)
+    return make(info["chunk-location"][0], info["chunk-shape"][0], k)
 
 
-def dask_data(n, k, chunk):
-    """Lazy ``(y, proba)``: every block is generated when (and where) it is
-    needed, from its index."""
+def dask_data(n, k, chunk, make=proba_block):
+    """Lazy ``(y, scores)``: every block is generated when (and where) it is
+    needed, from its index (``make``: :func:`proba_block` or
+    :func:`logits_block`)."""
     import dask.array as da
 
     rows = (chunk,) * (n // chunk) + ((n % chunk,) if n % chunk else ())
     y = da.map_blocks(_labels, chunks=(rows,), dtype=np.int64, k=k)
-    proba = da.map_blocks(_proba, chunks=(rows, (k,)), dtype=np.float32, k=k)
-    return y, proba
+    scores = da.map_blocks(
+        _scores, chunks=(rows, (k,)), dtype=np.float32, k=k, make=make
+    )
+    return y, scores
 
 
-def memory_data(n, k, chunk):
+def memory_data(n, k, chunk, make=proba_block):
     """The same numbers as :func:`dask_data`, in memory."""
     y = np.empty(n, dtype=np.int64)
-    proba = np.empty((n, k), dtype=np.float32)
+    scores = np.empty((n, k), dtype=np.float32)
     for b, start in enumerate(range(0, n, chunk)):
         rows = min(chunk, n - start)
         y[start : start + rows] = labels_block(b, rows, k)
-        proba[start : start + rows] = proba_block(b, rows, k)
-    return y, proba
+        scores[start : start + rows] = make(b, rows, k)
+    return y, scores
 
 
 # ------------------------------------------------------------------ timings

@@ -31,31 +31,7 @@ from benchmarks import (
     output_dir,
     write_report,
 )
-from benchmarks.bench_large import _labels, labels_block, logits_block
-
-
-def _logits(block_info=None, *, k):
-    info = block_info[None]
-    return logits_block(info["chunk-location"][0], info["chunk-shape"][0], k)
-
-
-def dask_logits(n, k, chunk):
-    import dask.array as da
-
-    rows = (chunk,) * (n // chunk) + ((n % chunk,) if n % chunk else ())
-    y = da.map_blocks(_labels, chunks=(rows,), dtype=np.int64, k=k)
-    z = da.map_blocks(_logits, chunks=(rows, (k,)), dtype=np.float32, k=k)
-    return y, z
-
-
-def memory_logits(n, k, chunk):
-    y = np.empty(n, dtype=np.int64)
-    z = np.empty((n, k), dtype=np.float32)
-    for b, start in enumerate(range(0, n, chunk)):
-        rows = min(chunk, n - start)
-        y[start : start + rows] = labels_block(b, rows, k)
-        z[start : start + rows] = logits_block(b, rows, k)
-    return y, z
+from benchmarks.bench_large import dask_data, logits_block, memory_data
 
 
 class _CountingChunks:
@@ -93,7 +69,7 @@ def run(args, probe):
     from skcalib import TemperatureCalibrator
 
     n, k, chunk = int(args.n), args.k, args.chunk
-    y, z = dask_logits(n, k, chunk)
+    y, z = dask_data(n, k, chunk, make=logits_block)
     with dask.config.set(scheduler="threads", num_workers=2):
         with _CountingChunks() as counter:
             cal, t_fit, peak = _timed(probe, lambda: TemperatureCalibrator().fit(z, y))
@@ -107,7 +83,7 @@ def run(args, probe):
         "read": t_read,
     }
     nm = int(args.n_memory)
-    y_mem, z_mem = memory_logits(nm, k, chunk)
+    y_mem, z_mem = memory_data(nm, k, chunk, make=logits_block)
     import dask.array as da
 
     dz = da.from_array(z_mem, chunks=(chunk, k))
