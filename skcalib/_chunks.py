@@ -238,6 +238,14 @@ def _scores_chunk(X, y, w, *, fn, classes, score_type, n_columns):
     if X.shape[0] == 0:
         return None
     y_enc = np.searchsorted(classes, y)
+    unknown = classes[np.minimum(y_enc, n_classes - 1)] != y
+    if unknown.any():  # the chunk changed since the survey pass
+        bad = y[np.argmax(unknown)].tolist()
+        raise ValueError(
+            f"A chunk has label {bad!r}, not among the labels "
+            f"{classes.tolist()} of the first pass: the chunks must give the same "
+            "data at every pass (seed generated data, or persist it)."
+        )
     if score_type == "probability":
         check_probabilities(X, name="X")
     return fn(Scores(X, score_type, n_classes), y_enc, w)

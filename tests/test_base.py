@@ -13,12 +13,14 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils._param_validation import InvalidParameterError
 
+import skcalib
 from skcalib import (
     HistogramBinningCalibrator,
     IsotonicCalibrator,
     PlattCalibrator,
     TemperatureCalibrator,
 )
+from skcalib._base import BaseCalibrator
 
 CALIBRATORS = [
     PlattCalibrator,
@@ -309,7 +311,20 @@ def test_clone_keeps_the_prefit_estimator_and_params_round_trip():
 
 
 # ------------------------------------------------------------------ bad input
-@ALL
+#: Every public calibrator of the shared base (raw-score mode by default).
+EVERY = pytest.mark.parametrize(
+    "cls",
+    [
+        getattr(skcalib, name)
+        for name in skcalib.__all__
+        if isinstance(getattr(skcalib, name), type)
+        and issubclass(getattr(skcalib, name), BaseCalibrator)
+    ],
+    ids=lambda c: c.__name__,
+)
+
+
+@EVERY
 @pytest.mark.parametrize(
     "X, y, match",
     [

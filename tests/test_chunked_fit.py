@@ -128,6 +128,10 @@ def test_callable_source_and_bad_chunk_input():
     )
     with pytest.raises(TypeError, match="read several times"):
         TemperatureCalibrator().fit_chunks(iter(chunks))
+    # data that change between passes (unseeded generation) are an error
+    passes = iter([[(z[:4], np.arange(4))], [(z[:4], np.full(4, 9))]])
+    with pytest.raises(ValueError, match="label 9, not among the labels"):
+        TemperatureCalibrator().fit_chunks(lambda: next(passes))
     with pytest.raises(ValueError, match="no chunk"):
         TemperatureCalibrator().fit_chunks([])
     bad = [chunks[0], (np.where(chunks[3][0] > 5, np.nan, chunks[3][0]), chunks[3][1])]

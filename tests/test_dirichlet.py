@@ -473,22 +473,7 @@ def test_grid_search_tunes_the_regularisation():
     assert np.isfinite(search.cv_results_["mean_test_score"]).all()
 
 
-@ALL
-@pytest.mark.parametrize(
-    "X, y, match",
-    [
-        (np.array([[0.1, np.nan], [0.3, 0.7]]), [0, 1], "NaN"),
-        (np.array([[0.1, np.inf], [0.3, 0.7]]), [0, 1], "infinity"),
-        (np.zeros((4, 3)), [0, 1, 0, 1], r"3 column\(s\) but there are 2 classes"),
-        (np.zeros((4, 2, 2)), [0, 1, 0, 1], "dim"),
-        (np.array([0.2, 0.4, 0.6]), [1, 1, 1], "one class"),
-        (np.zeros((0, 2)), [], "0 sample"),
-        (np.array([0.2, 0.4, 0.6]), [0, 1], "samples"),
-    ],
-)
-def test_bad_input_errors(cls, X, y, match):
-    with pytest.raises(ValueError, match=match):
-        cls().fit(X, np.asarray(y))
+# Bad X / y: tests/test_base.py::test_bad_input_errors runs on every calibrator.
 
 
 @ALL
