@@ -28,7 +28,12 @@ from sklearn.utils.validation import (
 )
 
 from skcalib._chunks import ChunkedData, _as_dask_array, is_dask_collection
-from skcalib._scores import Scores, check_probabilities, looks_like_probabilities
+from skcalib._scores import (
+    Scores,
+    check_probabilities,
+    finite_range,
+    looks_like_probabilities,
+)
 
 __all__ = ["BaseCalibrator"]
 
@@ -96,7 +101,14 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         return "predict_proba"
 
     def _raw_scores(self, X, *, reset):
-        """Validated float scores of shape (n,) or (n, k) and their kind."""
+        """Validated finite float scores of shape (n,) or (n, k), their kind
+        and their ``(min, max)``.
+
+        The finiteness check is :func:`~skcalib._scores.finite_range`'s min
+        and max, which the probability checks reuse (one pass over the
+        scores fewer than ``check_array``'s own check).
+        """
+        name = type(self).__name__
         if self.estimator is None:
             # 1-D scores (binary, positive class) are welcome; validate_data
             # only records n_features_in_ for 2-D input.
@@ -107,12 +119,13 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
                 ensure_2d=_ndim(X) != 1,
                 dtype=[np.float64, np.float32],
                 ensure_min_samples=1,
+                ensure_all_finite=False,
             )
             if X.ndim != 1 and X.ndim != 2:
                 raise ValueError(
                     f"X must be 1-D or 2-D scores in raw-score mode, got ndim={X.ndim}."
                 )
-            return X, None
+            return X, None, finite_range(X, input_name="X", estimator_name=name)
         check_is_fitted(self.estimator)
         if reset:
             for attr in ("n_features_in_", "feature_names_in_"):
@@ -125,12 +138,15 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
                 f"has no method {method!r}."
             )
         scores = getattr(self.estimator, method)(X)
+        source = f"{type(self.estimator).__name__}.{method}(X)"
         scores = check_array(
             scores,
             ensure_2d=False,
             dtype=[np.float64, np.float32],
-            input_name=f"{type(self.estimator).__name__}.{method}(X)",
+            ensure_all_finite=False,
+            input_name=source,
         )
+        value_range = finite_range(scores, input_name=source, estimator_name=name)
         kind = "logit" if method == "decision_function" else "probability"
         if kind == "probability" and scores.ndim == 2 and scores.shape[1] > 1:
             # A classifier's predict_proba is a distribution by contract, but
@@ -140,7 +156,8 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
             drift = np.abs(sums - 1.0)
             if 0 < drift.max() <= PREDICT_PROBA_DRIFT:
                 scores = (scores / sums).astype(scores.dtype, copy=False)
-        return scores, kind
+                value_range = (scores.min(), scores.max())
+        return scores, kind, value_range
 
     def _check_columns(self, scores, n_classes):
         n_cols = 1 if scores.ndim == 1 else scores.shape[1]
@@ -158,8 +175,9 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
             "the positive class."
         )
 
-    def _scores(self, scores, kind, *, reset):
-        """Wrap validated raw scores (deciding ``score_type_`` at fit)."""
+    def _scores(self, scores, kind, value_range, *, reset):
+        """Wrap validated raw scores (deciding ``score_type_`` at fit);
+        the arguments are :meth:`_raw_scores`'s result."""
         n_classes = len(self.classes_)
         self._check_columns(scores, n_classes)
         checked = False  # looks_like_probabilities checks what is checked below
@@ -169,11 +187,13 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
             elif kind is not None:
                 self.score_type_ = kind
             else:
-                checked = looks_like_probabilities(scores)
+                checked = looks_like_probabilities(scores, value_range)
                 self.score_type_ = "probability" if checked else "logit"
         if self.score_type_ == "probability" and not checked:
             check_probabilities(
-                scores, name="X" if self.estimator is None else "scores"
+                scores,
+                name="X" if self.estimator is None else "scores",
+                value_range=value_range,
             )
         return Scores(scores, self.score_type_, n_classes)
 
@@ -233,7 +253,7 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         """
         if is_dask_collection(X) or is_dask_collection(y):
             return self._fit_chunked(ChunkedData.from_dask(X, y, sample_weight))
-        scores, kind = self._raw_scores(X, reset=True)
+        scores, kind, value_range = self._raw_scores(X, reset=True)
         self.classes_, y_enc = self._encode_y(y)
         if scores.shape[0] != y_enc.shape[0]:
             raise ValueError(
@@ -247,7 +267,9 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
                 raise ValueError(
                     "All sample weights are zero; there is nothing to fit."
                 )
-        self._fit(self._scores(scores, kind, reset=True), y_enc, sample_weight)
+        self._fit(
+            self._scores(scores, kind, value_range, reset=True), y_enc, sample_weight
+        )
         return self
 
     @_fit_context(prefer_skip_nested_validation=False)
@@ -468,12 +490,14 @@ def _ndim(X):
 
 def _unique_inverse(y):
     """``np.unique(y, return_inverse=True)``, in O(n) for small non-negative ints."""
-    if (
-        y.dtype.kind in "iu"
-        and y.size
-        and 0 <= y.min()
-        and y.max() <= 4 * y.size + 1024
-    ):
+    if y.dtype.kind not in "iu" or not y.size:
+        return np.unique(y, return_inverse=True)
+    lo, hi = y.min(), y.max()
+    if hi - lo == 1:
+        # Two consecutive labels: both are present, no count is needed.
+        classes = np.array([lo, hi], dtype=y.dtype)
+        return classes, (y if lo == 0 else y - lo).astype(np.intp, copy=False)
+    if 0 <= lo and hi <= 4 * y.size + 1024:
         counts = np.bincount(y)
         classes = np.flatnonzero(counts)
         if classes.size == counts.size:  # labels 0..K-1: already encoded

@@ -5,6 +5,7 @@ The only softmax / log-softmax / probability check of the package lives here.
 
 import numpy as np
 from scipy.special import expit, log_expit
+from sklearn.utils import assert_all_finite
 
 __all__ = []  # private module
 
@@ -23,16 +24,35 @@ def sum_tolerance(dtype):
     return float(np.sqrt(np.finfo(dtype).eps))
 
 
-def looks_like_probabilities(scores):
+def finite_range(X, *, input_name="X", estimator_name=None):
+    """``(min, max)`` of a float array, raising scikit-learn's error on NaN/inf.
+
+    NaN propagates through ``min`` and ``max`` and an infinity shows in one of
+    them, so these two passes, which the probability checks need anyway,
+    replace ``check_array``'s own finiteness pass (pass
+    ``ensure_all_finite=False`` to it). The error is the one
+    ``check_array`` raises (``"Input X contains NaN."``).
+    """
+    lo, hi = X.min(), X.max()
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        assert_all_finite(X, input_name=input_name, estimator_name=estimator_name)
+    return lo, hi
+
+
+def looks_like_probabilities(scores, value_range=None):
     """Whether raw scores are probabilities under the ``score_type="auto"`` rule.
 
     * 1-D (or one column): every value in ``[0, 1]``.
     * 2-D with ``K >= 2`` columns: every value in ``[0, 1]`` and every row sums
       to 1 within :func:`sum_tolerance`.
+
+    ``value_range``: ``(min, max)`` of ``scores`` when the caller has it
+    (from :func:`finite_range`).
     """
     if scores.size == 0:
         return False
-    in_range = bool(scores.min() >= 0) and bool(scores.max() <= 1)
+    lo, hi = (scores.min(), scores.max()) if value_range is None else value_range
+    in_range = bool(lo >= 0) and bool(hi <= 1)
     if not in_range:
         return False
     if scores.ndim == 1 or scores.shape[1] == 1:
@@ -41,16 +61,17 @@ def looks_like_probabilities(scores):
     return bool(np.all(np.abs(row_sums - 1.0) <= sum_tolerance(scores.dtype)))
 
 
-def check_probabilities(proba, name="y_proba"):
+def check_probabilities(proba, name="y_proba", value_range=None):
     """Raise ``ValueError`` unless ``proba`` holds valid probabilities.
 
     1-D: values in ``[0, 1]``. 2-D: values in ``[0, 1]`` and rows summing to 1
     within :func:`sum_tolerance` of the dtype. The message names the first
-    offending row and value.
+    offending row and value. ``value_range``: ``(min, max)`` of ``proba``
+    when the caller has it.
     """
     if proba.size == 0:
         return
-    lo, hi = proba.min(), proba.max()
+    lo, hi = (proba.min(), proba.max()) if value_range is None else value_range
     if lo < 0 or hi > 1:
         bad = np.flatnonzero(
             ((proba < 0) | (proba > 1)).reshape(proba.shape[0], -1).any(axis=1)

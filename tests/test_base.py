@@ -342,6 +342,57 @@ def test_bad_input_errors(cls, X, y, match):
         cls().fit(X, np.asarray(y))
 
 
+@EVERY
+def test_non_finite_scores_at_predict_name_the_input(cls):
+    # The finiteness check is the min/max of the scores (no separate pass);
+    # the message is scikit-learn's, for raw X and for a wrapped model's scores.
+    rng = np.random.default_rng(0)
+    p = rng.uniform(size=40)
+    cal = cls().fit(np.column_stack((1 - p, p)), (rng.uniform(size=40) < p).astype(int))
+    with pytest.raises(ValueError, match=f"(?s)Input X contains NaN.*{cls.__name__}"):
+        cal.predict_proba(np.array([[0.2, 0.8], [np.nan, 0.5]]))
+    with pytest.raises(ValueError, match="Input X contains infinity"):
+        cal.predict_proba(np.array([[0.2, -np.inf], [0.5, 0.5]]))
+
+
+def test_wrapped_model_non_finite_scores_are_named():
+    X, y = make_classification(60, random_state=0)
+    clf = LogisticRegression().fit(X, y)
+
+    class NaNScores(LogisticRegression):
+        def decision_function(self, X):
+            out = super().decision_function(X)
+            out[1] = np.nan
+            return out
+
+    bad = NaNScores().fit(X, y)
+    match = r"NaNScores\.decision_function\(X\) contains NaN"
+    with pytest.raises(ValueError, match=match):
+        PlattCalibrator(estimator=bad).fit(X, y)
+    cal = PlattCalibrator(estimator=clf).fit(X, y)
+    assert np.isfinite(cal.predict_proba(X)).all()
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [[0, 1], [1, 2], [-1, 0], [3, 7], [0, 1, 2], [0, 2, 5], [-3, 4], [5]],
+)
+@pytest.mark.parametrize("dtype", [np.int64, np.int8, np.uint16])
+def test_label_encoding_matches_numpy_unique(labels, dtype):
+    from skcalib._base import _unique_inverse
+
+    if np.dtype(dtype).kind == "u" and min(labels) < 0:
+        pytest.skip("negative labels in an unsigned dtype")
+    rng = np.random.default_rng(0)
+    y = rng.choice(np.array(labels), 200).astype(dtype)
+    y[: len(labels)] = labels  # every label present
+    classes, inverse = _unique_inverse(y)
+    ref_classes, ref_inverse = np.unique(y, return_inverse=True)
+    np.testing.assert_array_equal(classes, ref_classes)
+    assert classes.dtype == y.dtype
+    np.testing.assert_array_equal(inverse, ref_inverse)
+
+
 @ALL
 def test_bad_probabilities_and_weights(cls):
     p = np.array([[0.2, 0.7], [0.5, 0.5], [0.9, 0.1]])

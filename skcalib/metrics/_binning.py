@@ -132,16 +132,20 @@ def _cells(scores, interior, in_range=False):
     """
     n_cells = _n_cells(interior.size + 1)
     bins, ambiguous = _cell_tables(interior.tobytes(), interior.dtype.char, n_cells)
+    # The cells are computed in int32 and then widened to the index type:
+    # float64 -> int32 truncation is vectorised on x86, float64 -> int64 is
+    # not (the two steps take about half the time of the direct cast).
+    cell = np.empty(scores.shape, dtype=np.int32)
     if in_range:
-        # One pass: the exact product, truncated (= floored, as it is >= 0)
-        # while it is written to the integer output.
-        cell = np.empty(scores.shape, dtype=np.intp)
+        # The exact product, truncated (= floored, as it is >= 0) while it is
+        # written to the integer output.
         np.multiply(scores, scores.dtype.type(n_cells), out=cell, casting="unsafe")
-        return cell, bins, ambiguous
+        return cell.astype(np.intp), bins, ambiguous
     with np.errstate(over="ignore", invalid="ignore"):
-        cell = scores * scores.dtype.type(n_cells)
-    np.fmin(cell, n_cells, out=cell)  # NaN becomes n_cells (the last bin)
-    np.fmax(cell, 0, out=cell)
+        product = scores * scores.dtype.type(n_cells)
+    np.fmin(product, n_cells, out=product)  # NaN becomes n_cells (the last bin)
+    np.fmax(product, 0, out=product)
+    cell[...] = product
     return cell.astype(np.intp), bins, ambiguous
 
 
