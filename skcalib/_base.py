@@ -27,6 +27,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from skcalib._accel import value_range
 from skcalib._chunks import ChunkedData, _as_dask_array, is_dask_collection
 from skcalib._scores import (
     Scores,
@@ -204,7 +205,8 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
                 f"{type(self).__name__} requires y to be passed, but the target y "
                 "is None."
             )
-        y = column_or_1d(y, warn=True)
+        if not (type(y) is np.ndarray and y.ndim == 1):  # else nothing to do
+            y = column_or_1d(y, warn=True)
         if y.dtype.kind not in "iub":  # integer labels are always valid classes
             check_classification_targets(y)
         if self.estimator is None:
@@ -492,7 +494,7 @@ def _unique_inverse(y):
     """``np.unique(y, return_inverse=True)``, in O(n) for small non-negative ints."""
     if y.dtype.kind not in "iu" or not y.size:
         return np.unique(y, return_inverse=True)
-    lo, hi = y.min(), y.max()
+    lo, hi, _ = value_range(y)
     if hi - lo == 1:
         # Two consecutive labels: both are present, no count is needed.
         classes = np.array([lo, hi], dtype=y.dtype)

@@ -7,6 +7,8 @@ import numpy as np
 from scipy.special import expit, log_expit
 from sklearn.utils import assert_all_finite
 
+from skcalib._accel import value_range
+
 __all__ = []  # private module
 
 #: Probabilities are floored at this value before their log is taken, so that a
@@ -27,14 +29,14 @@ def sum_tolerance(dtype):
 def finite_range(X, *, input_name="X", estimator_name=None):
     """``(min, max)`` of a float array, raising scikit-learn's error on NaN/inf.
 
-    NaN propagates through ``min`` and ``max`` and an infinity shows in one of
-    them, so these two passes, which the probability checks need anyway,
-    replace ``check_array``'s own finiteness pass (pass
+    An infinity shows in the minimum or maximum and NaN is flagged by
+    :func:`~skcalib._accel.value_range`, so the range, which the probability
+    checks need anyway, replaces ``check_array``'s own finiteness pass (pass
     ``ensure_all_finite=False`` to it). The error is the one
     ``check_array`` raises (``"Input X contains NaN."``).
     """
-    lo, hi = X.min(), X.max()
-    if not (np.isfinite(lo) and np.isfinite(hi)):
+    lo, hi, nan = value_range(X)
+    if nan or not (np.isfinite(lo) and np.isfinite(hi)):
         assert_all_finite(X, input_name=input_name, estimator_name=estimator_name)
     return lo, hi
 

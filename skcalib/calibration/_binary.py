@@ -71,6 +71,8 @@ class _BinaryMapCalibrator(BaseCalibrator):
         return scores.positive_log_odds
 
     #: Subclasses whose maps take boolean targets set this (no float copy).
+    #: Their maps also accept the encoded labels of a binary problem (0/1
+    #: integers) as the target, without a ``y == 1`` pass.
     _bool_target = False
 
     def _target(self, is_positive):
@@ -84,9 +86,9 @@ class _BinaryMapCalibrator(BaseCalibrator):
         w = sample_weight
         maps = []
         if n_classes == 2 and self.multi_class == "ovr":
-            self.calibrators_ = [
-                self._fit_map(self._binary_scores(scores), self._target(y == 1), w)
-            ]
+            # Two classes are encoded 0/1: the labels are the target.
+            target = y if self._bool_target else self._target(y == 1)
+            self.calibrators_ = [self._fit_map(self._binary_scores(scores), target, w)]
             self._set_fitted_views()
             return
         log_proba = scores.log_proba

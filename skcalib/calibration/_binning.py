@@ -136,11 +136,17 @@ class HistogramBinningCalibrator(_BinaryMapCalibrator):
         self.multi_class = multi_class
 
     def _fit_map(self, score, target, sample_weight):
+        # target: boolean, or the 0/1 encoded labels of a binary problem.
         edges = bin_edges(score, self.n_bins, self.strategy, sample_weight)
-        values = (target, score) if self.smoothing > 0 else (target,)
-        return self._table(
-            edges, *binned_sums(score, edges, sample_weight, *values, in_range=True)
-        )
+        if self.smoothing > 0:
+            sums = binned_sums(
+                score, edges, sample_weight, target != 0, score, in_range=True
+            )
+        else:
+            sums = binned_sums(
+                score, edges, sample_weight, target, in_range=True, binary_target=True
+            )
+        return self._table(edges, *sums)
 
     def _fit_map_chunks(self, data, view, n_pos):
         if self.strategy != "uniform":

@@ -26,6 +26,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from skcalib import _accel
+
 __all__ = []  # private module: nothing public here
 
 #: Edges of at most this many bins are assigned through a cell table (see
@@ -118,6 +120,25 @@ def _cell_tables(interior_bytes, dtype_char, n_cells):
     return bins, ambiguous
 
 
+@lru_cache(maxsize=32)
+def _cell_codes(interior_bytes, dtype_char, n_cells):
+    """The bin of each cell, -1 for an ambiguous one (for the compiled
+    kernels of :mod:`skcalib._accel`); read-only, cached."""
+    bins, ambiguous = _cell_tables(interior_bytes, dtype_char, n_cells)
+    # The smallest integer type keeps the table in the first-level cache.
+    dtype = np.int16 if bins.size and bins[-1] < np.iinfo(np.int16).max else np.int32
+    codes = np.where(ambiguous, -1, bins).astype(dtype)
+    codes.flags.writeable = False
+    return codes
+
+
+def _kernel_tables(interior):
+    """``(interior, codes, n_cells)`` for the kernels of :mod:`skcalib._accel`."""
+    n_cells = _n_cells(interior.size + 1)
+    codes = _cell_codes(interior.tobytes(), interior.dtype.char, n_cells)
+    return interior, codes, n_cells
+
+
 def _n_cells(n_bins):
     """Number of cells (a power of two, >= 16 per bin) of the table path."""
     return max(1 << 12, 1 << int(np.ceil(np.log2(16 * n_bins))))
@@ -208,6 +229,10 @@ def lookup_bins(scores, edges, table, *, in_range=False):
         return table[np.searchsorted(interior, scores, side="left")]
     shape = scores.shape + table.shape[1:]
     scores = scores.reshape(-1)
+    if in_range:
+        out = _accel.cell_lookup(scores, *_kernel_tables(interior), table)
+        if out is not None:
+            return out.reshape(shape)
     cell, bins, ambiguous = _cells(scores, interior, in_range)
     out = table[bins].take(cell, axis=0)
     fix = np.flatnonzero(ambiguous.take(cell))
@@ -216,17 +241,32 @@ def lookup_bins(scores, edges, table, *, in_range=False):
     return out.reshape(shape)
 
 
-def binned_sums(scores, edges, sample_weight=None, *values, in_range=False):
+def binned_sums(
+    scores, edges, sample_weight=None, *values, in_range=False, binary_target=False
+):
     """``bin_sums(assign_bins(scores, edges), n_bins, sample_weight, *values)``
     without the bin indices: totals are accumulated per cell of the table
     path, then per bin.
+
+    ``binary_target=True``: the caller guarantees that the single value array
+    holds 0/1 (bool, or integers that are 0 or 1), so counting the non-zero
+    entries sums it (no boolean copy on the compiled path).
     """
     scores, interior, fast = _table_path(scores, edges)
     n_bins = interior.size + 1
+    values = tuple(np.asarray(v) for v in values)
     if not fast:
         ids = np.searchsorted(interior, scores, side="left")
         return bin_sums(ids, n_bins, sample_weight, *values)
     scores = scores.reshape(-1)
+    if len(values) == 1 and (binary_target or values[0].dtype == bool):
+        target = values[0].reshape(-1)
+        if in_range and sample_weight is None:
+            sums = _accel.cell_counts(scores, target, *_kernel_tables(interior), n_bins)
+            if sums is not None:
+                return sums
+        if target.dtype != bool:
+            values = (target != 0,)
     cell, bins, ambiguous = _cells(scores, interior, in_range)
     fix = np.flatnonzero(ambiguous.take(cell))
     totals = bin_sums(cell, bins.size, sample_weight, *values, overwrite_ids=True)

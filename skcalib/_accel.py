@@ -1,0 +1,159 @@
+"""Optional compiled kernels (the ``fast`` extra: numba) for fused passes.
+
+numpy runs one pass over the data per operation. For the cheapest methods
+(histogram binning: a cell, a table look-up and a count per score) the time
+is the memory traffic of those passes, not arithmetic: a fit then reads the
+scores three or four times. With numba installed, the loops below do the
+same work in one pass each:
+
+* :func:`value_range`: the minimum and maximum of an array, and whether it
+  holds NaN (one pass instead of ``min`` and ``max``);
+* :func:`cell_counts`: the per-bin count and positive count of 0/1 targets
+  through the cell table of :mod:`skcalib.metrics._binning`;
+* :func:`cell_lookup`: the per-bin value (or pair of values) of a table for
+  every score.
+
+Each result equals the numpy path's exactly (integer counts, the same table
+rows, the same binary search for the scores of ambiguous cells); the tests
+run both. Arrays shorter than :data:`MIN_SIZE` always take the numpy path,
+so small inputs never wait for a compilation. numba compiles a kernel on
+its first large call (about a second per dtype) and caches it on disk for
+later processes. Set the environment variable ``SKCALIB_DISABLE_NUMBA=1`` to
+use numpy only.
+"""
+
+import os
+import warnings
+from functools import lru_cache
+from types import SimpleNamespace
+
+import numpy as np
+
+__all__ = []  # private module
+
+#: Inputs with fewer elements use the numpy path.
+MIN_SIZE = 1 << 16
+
+
+def _value_range(x):
+    lo = x[0]
+    hi = x[0]
+    nan = False
+    for i in range(x.size):
+        v = x[i]
+        nan |= v != v
+        lo = min(lo, v)
+        hi = max(hi, v)
+    return lo, hi, nan
+
+
+def _cell_counts(scores, target, interior, code, n_cells, n_bins):
+    hist = np.zeros(2 * n_bins, dtype=np.int64)
+    for i in range(scores.size):
+        s = scores[i]
+        # int32: a vectorisable conversion; n_cells <= 2**20.
+        b = np.intp(code[np.int32(s * n_cells)])
+        if b < 0:  # a cell an edge cuts
+            b = np.searchsorted(interior, s)
+        hist[2 * b + (target[i] != 0)] += 1
+    counts = np.empty(n_bins)
+    positives = np.empty(n_bins)
+    for b in range(n_bins):
+        counts[b] = hist[2 * b] + hist[2 * b + 1]
+        positives[b] = hist[2 * b + 1]
+    return counts, positives
+
+
+def _cell_lookup1(scores, interior, code, n_cells, table, out):
+    for i in range(scores.size):
+        s = scores[i]
+        b = np.intp(code[np.int32(s * n_cells)])
+        if b < 0:
+            b = np.searchsorted(interior, s)
+        out[i] = table[b]
+    return out
+
+
+def _cell_lookup2(scores, interior, code, n_cells, table, out):
+    # Two columns spelled out: a loop over the columns is several times
+    # slower (the compiler cannot rule out that out and table overlap).
+    t0 = table[:, 0].copy()
+    t1 = table[:, 1].copy()
+    for i in range(scores.size):
+        s = scores[i]
+        b = np.intp(code[np.int32(s * n_cells)])
+        if b < 0:
+            b = np.searchsorted(interior, s)
+        out[i, 0] = t0[b]
+        out[i, 1] = t1[b]
+    return out
+
+
+def _jit(numba, fn):
+    try:
+        return numba.njit(cache=True, nogil=True)(fn)
+    except RuntimeError:  # no writable cache location: compile per process
+        return numba.njit(nogil=True)(fn)
+
+
+@lru_cache(maxsize=1)
+def _kernels():
+    """The compiled kernels, or None without numba (imported on first use:
+    ``import skcalib`` stays light)."""
+    if os.environ.get("SKCALIB_DISABLE_NUMBA", "").strip() not in ("", "0"):
+        return None
+    try:
+        import numba
+    except ImportError:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return SimpleNamespace(
+            value_range=_jit(numba, _value_range),
+            cell_counts=_jit(numba, _cell_counts),
+            cell_lookup1=_jit(numba, _cell_lookup1),
+            cell_lookup2=_jit(numba, _cell_lookup2),
+        )
+
+
+def kernels_for(size):
+    """The kernels for an input of ``size`` elements, or None (numpy path)."""
+    if size < MIN_SIZE:
+        return None
+    return _kernels()
+
+
+def value_range(x):
+    """``(min, max, has_nan)`` of a non-empty numeric array.
+
+    One pass with the kernels (contiguous arrays), else ``min`` and ``max``
+    (NaN propagates through them: ``has_nan`` is then ``isnan(min)``).
+    """
+    k = kernels_for(x.size)
+    if k is not None and (x.flags.c_contiguous or x.flags.f_contiguous):
+        lo, hi, nan = k.value_range(x.reshape(-1, order="A"))
+        return x.dtype.type(lo), x.dtype.type(hi), bool(nan)
+    lo, hi = x.min(), x.max()
+    return lo, hi, bool(lo != lo)
+
+
+def cell_counts(scores, target, interior, code, n_cells, n_bins):
+    """Per-bin ``(counts, positives)`` (float64) of a 0/1 ``target`` (bool
+    or integer: non-zero is positive), or None when the numpy path should
+    run. ``scores`` are in ``[0, 1]``."""
+    k = kernels_for(scores.size)
+    if k is None:
+        return None
+    return k.cell_counts(scores, target, interior, code, n_cells, n_bins)
+
+
+def cell_lookup(scores, interior, code, n_cells, table):
+    """``table[bin of each score]`` for a table of shape ``(n_bins,)`` or
+    ``(n_bins, 2)``, or None when the numpy path should run. ``scores`` are
+    in ``[0, 1]``."""
+    k = kernels_for(scores.size)
+    if k is None or table.ndim > 2 or (table.ndim == 2 and table.shape[1] != 2):
+        return None
+    out = np.empty((scores.size,) + table.shape[1:], dtype=table.dtype)
+    fn = k.cell_lookup1 if table.ndim == 1 else k.cell_lookup2
+    return fn(scores, interior, code, n_cells, table, out)

@@ -1,0 +1,179 @@
+"""The compiled kernels of skcalib._accel (the ``fast`` extra) give exactly
+what the numpy paths give: ranges, per-bin counts and table look-ups, and
+so the same fitted histogram binning and the same probabilities."""
+
+import numpy as np
+import pytest
+
+from skcalib import HistogramBinningCalibrator, _accel
+from skcalib.datasets import load_predictions
+from skcalib.metrics._binning import (
+    _kernel_tables,
+    bin_edges,
+    bin_sums,
+    lookup_bins,
+)
+
+pytest.importorskip("numba")
+
+
+@pytest.fixture
+def kernels(monkeypatch):
+    """Kernels for every size (the default threshold keeps small inputs on numpy)."""
+    monkeypatch.setattr(_accel, "MIN_SIZE", 0)
+    assert _accel.kernels_for(1) is not None
+    return _accel
+
+
+@pytest.fixture
+def numpy_only(monkeypatch):
+    monkeypatch.setattr(_accel, "kernels_for", lambda size: None)
+
+
+def _edge_heavy_scores(rng, edges, dtype, n=20_000):
+    """Uniform scores, every edge and its float neighbours, 0 and 1."""
+    edges = np.asarray(edges, dtype=dtype)
+    near = np.concatenate(
+        [edges, np.nextafter(edges, 2), np.nextafter(edges, -1), [0.0, 1.0]]
+    )
+    near = near[(near >= 0) & (near <= 1)].astype(dtype)
+    scores = np.concatenate([rng.uniform(size=n).astype(dtype), near])
+    return rng.permutation(scores)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int8])
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+def test_value_range_matches_numpy(kernels, dtype, layout):
+    rng = np.random.default_rng(0)
+    x = (rng.normal(size=(300, 7)) * 50).astype(dtype)
+    if layout == "F":
+        x = np.asfortranarray(x)
+    elif layout == "strided":
+        x = x[::2, ::3]
+    lo, hi, nan = kernels.value_range(x)
+    assert (lo, hi, nan) == (x.min(), x.max(), False)
+    assert type(lo) is type(x.min())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("where", [0, 1234, -1])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_value_range_reports_non_finite_anywhere(kernels, dtype, where, bad):
+    x = np.linspace(-3, 3, 5000).astype(dtype)
+    x[where] = bad
+    lo, hi, nan = kernels.value_range(x)
+    assert nan == bool(np.isnan(bad))
+    if not np.isnan(bad):
+        assert (lo, hi) == (x.min(), x.max())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize(
+    "n_bins, strategy",
+    [(2, "uniform"), (15, "uniform"), (97, "uniform"), (10, "quantile")],
+)
+@pytest.mark.parametrize("target_kind", ["bool", "int"])
+def test_cell_counts_equal_binary_search_counts(
+    kernels, dtype, n_bins, strategy, target_kind
+):
+    rng = np.random.default_rng(n_bins)
+    base = rng.beta(0.5, 0.5, 3000).round(2)  # ties for quantile edges
+    edges = bin_edges(base, n_bins, strategy)
+    scores = _edge_heavy_scores(rng, edges, dtype)
+    y = rng.integers(0, 2, scores.size)
+    target = y.astype(bool) if target_kind == "bool" else y
+    interior = np.ascontiguousarray(edges[1:-1], dtype=dtype)
+    counts, positives = kernels.cell_counts(
+        scores, target, *_kernel_tables(interior), edges.size - 1
+    )
+    ids = np.searchsorted(interior, scores, side="left")
+    ref_counts, ref_pos = bin_sums(ids, edges.size - 1, None, y.astype(bool))
+    np.testing.assert_array_equal(counts, ref_counts)
+    np.testing.assert_array_equal(positives, ref_pos)
+    assert counts.sum() == scores.size
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("columns", [None, 2, 3])
+def test_cell_lookup_equals_indexing(kernels, dtype, columns):
+    rng = np.random.default_rng(1)
+    edges = bin_edges(None, 15, "uniform")
+    scores = _edge_heavy_scores(rng, edges, dtype)
+    shape = (15,) if columns is None else (15, columns)
+    table = rng.uniform(size=shape).astype(dtype)
+    interior = np.ascontiguousarray(edges[1:-1], dtype=dtype)
+    ref = table[np.searchsorted(interior, scores, side="left")]
+    out = lookup_bins(scores, edges, table, in_range=True)
+    np.testing.assert_array_equal(out, ref)
+    assert out.dtype == table.dtype
+    direct = kernels.cell_lookup(scores, *_kernel_tables(interior), table)
+    if columns == 3:
+        assert direct is None  # three columns: the numpy path
+    else:
+        np.testing.assert_array_equal(direct, ref)
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 2.0])
+@pytest.mark.parametrize("multi_class", ["ovr", "top_label"])
+def test_histogram_binning_is_the_same_with_and_without_kernels(
+    monkeypatch, smoothing, multi_class
+):
+    # Real predictions: CIFAR-10 WideResNet softmax outputs (float32), binary
+    # (class 3 against the rest) and ten-class.
+    data = load_predictions("cifar10_wideresnet")
+    probs, labels = data.probs, data.labels
+    binary = np.column_stack((1 - probs[:, 3], probs[:, 3])), (labels == 3).astype(int)
+    for X, y in [binary, (probs, labels)]:
+        params = dict(n_bins=15, smoothing=smoothing, multi_class=multi_class)
+        with monkeypatch.context() as m:
+            m.setattr(_accel, "kernels_for", lambda size: None)
+            ref = HistogramBinningCalibrator(**params).fit(X, y)
+            ref_proba = ref.predict_proba(X)
+        with monkeypatch.context() as m:
+            m.setattr(_accel, "MIN_SIZE", 0)
+            cal = HistogramBinningCalibrator(**params).fit(X, y)
+            proba = cal.predict_proba(X)
+        for a, b in zip(cal.bin_counts_, ref.bin_counts_, strict=True):
+            np.testing.assert_array_equal(a, b)
+        for a, b in zip(cal.bin_proba_, ref.bin_proba_, strict=True):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(proba, ref_proba)
+        assert proba.dtype == np.float32
+
+
+def test_binary_fit_from_integer_labels_equals_boolean_target(numpy_only):
+    # The binary fit hands the 0/1 encoded labels to the map; the numpy path
+    # turns them into booleans, the kernels count the non-zero ones.
+    rng = np.random.default_rng(3)
+    p = rng.uniform(size=5000)
+    y = (rng.uniform(size=5000) < p).astype(int)
+    cal = HistogramBinningCalibrator(n_bins=7).fit(p, y)
+    ids = np.searchsorted(np.linspace(0, 1, 8)[1:-1], p, side="left")
+    counts = np.bincount(ids, minlength=7)
+    np.testing.assert_array_equal(cal.bin_counts_[0], counts)
+    np.testing.assert_allclose(
+        cal.bin_proba_[0], np.bincount(ids, weights=y, minlength=7) / counts
+    )
+
+
+def test_non_finite_scores_are_reported_through_the_kernel(kernels):
+    p = np.random.default_rng(0).uniform(size=10_000)
+    y = (p > 0.5).astype(int)
+    p[7777] = np.nan
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        HistogramBinningCalibrator().fit(p, y)
+    p[7777] = np.inf
+    with pytest.raises(ValueError, match="Input X contains infinity"):
+        HistogramBinningCalibrator().fit(p, y)
+
+
+def test_small_inputs_and_the_environment_switch_use_numpy(monkeypatch):
+    assert _accel.kernels_for(_accel.MIN_SIZE - 1) is None
+    _accel._kernels.cache_clear()
+    monkeypatch.setenv("SKCALIB_DISABLE_NUMBA", "1")
+    try:
+        assert _accel.kernels_for(10**9) is None
+    finally:
+        _accel._kernels.cache_clear()
+    monkeypatch.delenv("SKCALIB_DISABLE_NUMBA")
+    assert _accel.kernels_for(10**9) is not None
