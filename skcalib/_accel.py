@@ -11,7 +11,9 @@ same work in one pass each:
 * :func:`cell_counts`: the per-bin count and positive count of 0/1 targets
   through the cell table of :mod:`skcalib.metrics._binning`;
 * :func:`cell_lookup`: the per-bin value (or pair of values) of a table for
-  every score.
+  every score;
+* :func:`compiled`: a loop of another module that numpy cannot vectorise
+  (the Venn-ABERS hull sweep), compiled.
 
 Each result equals the numpy path's exactly (integer counts, the same table
 rows, the same binary search for the scores of ambiguous cells); the tests
@@ -24,7 +26,7 @@ use numpy only.
 
 import os
 import warnings
-from functools import lru_cache
+from functools import cache, lru_cache
 from types import SimpleNamespace
 
 import numpy as np
@@ -109,6 +111,7 @@ def _kernels():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return SimpleNamespace(
+            numba=numba,
             value_range=_jit(numba, _value_range),
             cell_counts=_jit(numba, _cell_counts),
             cell_lookup1=_jit(numba, _cell_lookup1),
@@ -121,6 +124,22 @@ def kernels_for(size):
     if size < MIN_SIZE:
         return None
     return _kernels()
+
+
+@cache
+def _compiled(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _jit(_kernels().numba, fn)
+
+
+def compiled(fn, size):
+    """``fn`` compiled by numba for an input of ``size`` elements, or None
+    (numpy path: small input, no numba, or switched off). ``fn`` is a plain
+    function of another module written in numba's subset of Python."""
+    if kernels_for(size) is None:
+        return None
+    return _compiled(fn)
 
 
 def value_range(x):

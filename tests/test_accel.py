@@ -177,3 +177,40 @@ def test_small_inputs_and_the_environment_switch_use_numpy(monkeypatch):
         _accel._kernels.cache_clear()
     monkeypatch.delenv("SKCALIB_DISABLE_NUMBA")
     assert _accel.kernels_for(10**9) is not None
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 10, 1000, 5000])
+def test_venn_abers_sweep_compiled_equals_python(kernels, numpy_only, k):
+    # numpy_only makes kernels_for return None: the Python sweep on lists is
+    # the reference; kernels.compiled(...) is called directly on the arrays.
+    from skcalib.calibration._venn_abers import _upper_fits, _upper_fits_sweep
+
+    rng = np.random.default_rng(k)
+    w = rng.integers(1, 4, k).astype(np.float64)
+    u = np.minimum(rng.integers(0, 4, k), w)
+    ref_num, ref_den = _upper_fits(w, u)  # Python
+    cw = np.r_[0.0, np.cumsum(w)]
+    cu = np.r_[0.0, np.cumsum(u)]
+    num, den = np.empty(k), np.empty(k)
+    kernels._compiled(_upper_fits_sweep)(
+        cw, cu, np.empty(k + 1), np.empty(k + 1), num, den
+    )
+    np.testing.assert_array_equal(num, ref_num)
+    np.testing.assert_array_equal(den, ref_den)
+    # Isotonic fits with one extra positive: between the mean and 1.
+    assert np.all((num / den >= 0) & (num / den <= 1))
+
+
+def test_venn_abers_is_the_same_with_and_without_kernels(monkeypatch):
+    from skcalib import VennAbersCalibrator
+
+    data = load_predictions("cifar10_wideresnet")
+    p, y = data.probs[:, 3], (data.labels == 3).astype(int)
+    with monkeypatch.context() as m:
+        m.setattr(_accel, "kernels_for", lambda size: None)
+        ref = VennAbersCalibrator().fit(p, y).predict_interval(p)
+    with monkeypatch.context() as m:
+        m.setattr(_accel, "MIN_SIZE", 0)
+        out = VennAbersCalibrator().fit(p, y).predict_interval(p)
+    np.testing.assert_array_equal(out[0], ref[0])
+    np.testing.assert_array_equal(out[1], ref[1])

@@ -7,6 +7,7 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from skcalib import _accel
 from skcalib.calibration._binary import _BinaryMapCalibrator
 
 __all__ = ["VennAbersCalibrator"]
@@ -42,25 +43,43 @@ def _upper_fits(w, u):
         The fitted value at ``x_i`` is ``num[i] / den[i]``.
     """
     k = len(w)
-    cw = np.concatenate(([0.0], np.cumsum(w, dtype=np.float64))).tolist()
-    cu = np.concatenate(([0.0], np.cumsum(u, dtype=np.float64))).tolist()
-    stack = [(cw[k], cu[k])]
-    pop, push = stack.pop, stack.append
+    cw = np.concatenate(([0.0], np.cumsum(w, dtype=np.float64)))
+    cu = np.concatenate(([0.0], np.cumsum(u, dtype=np.float64)))
+    kernel = _accel.compiled(_upper_fits_sweep, k)
+    if kernel is not None:  # the fast extra: the same sweep, compiled
+        num, den = np.empty(k), np.empty(k)
+        kernel(cw, cu, np.empty(k + 1), np.empty(k + 1), num, den)
+        return num, den
+    # Python lists index faster than numpy arrays element by element.
+    num, den = [0.0] * k, [0.0] * k
+    _upper_fits_sweep(
+        cw.tolist(), cu.tolist(), [0.0] * (k + 1), [0.0] * (k + 1), num, den
+    )
+    return np.array(num), np.array(den)
+
+
+def _upper_fits_sweep(cw, cu, sx, sy, num, den):
+    """The sweep of :func:`_upper_fits` on the cumulative sums ``cw``, ``cu``
+    (length ``k + 1``), with ``sx``, ``sy`` (length ``k + 1``) as the hull's
+    stack and ``num``, ``den`` (length ``k``) as outputs. Lists or arrays:
+    it runs as Python and, with numba, compiled."""
+    k = len(num)
     # Hull of {P_0 - (1, 1)} ∪ {P_1, ..., P_k}, built from the right.
+    sx[0] = cw[k]
+    sy[0] = cu[k]
+    top = 1
     for j in range(k - 1, -1, -1):
         ax, ay = (cw[j], cu[j]) if j else (-1.0, -1.0)
-        while len(stack) >= 2:
-            tx, ty = stack[-1]
-            qx, qy = stack[-2]
+        while top >= 2:
+            tx, ty, qx, qy = sx[top - 1], sy[top - 1], sx[top - 2], sy[top - 2]
             if (ty - ay) * (qx - tx) >= (qy - ty) * (tx - ax):
-                pop()  # the top is not strictly below the chord: not a vertex
+                top -= 1  # the top is not strictly below the chord: not a vertex
             else:
                 break
-        push((ax, ay))
-    num = [0.0] * k
-    den = [0.0] * k
-    lx, ly = stack[-1]
-    bx, by = stack[-2]
+        sx[top] = ax
+        sy[top] = ay
+        top += 1
+    lx, ly, bx, by = sx[top - 1], sy[top - 1], sx[top - 2], sy[top - 2]
     for i in range(1, k + 1):
         nu = by - ly
         de = bx - lx
@@ -71,18 +90,17 @@ def _upper_fits(w, u):
         nx = cw[i] - 1.0
         ny = cu[i] - 1.0
         if (ny - ly) * de <= nu * (nx - lx):  # N on or below the bridge
-            pop()
-            while len(stack) >= 2:
-                tx, ty = stack[-1]
-                qx, qy = stack[-2]
+            top -= 1
+            while top >= 2:
+                tx, ty, qx, qy = sx[top - 1], sy[top - 1], sx[top - 2], sy[top - 2]
                 if (ty - ny) * (qx - tx) >= (qy - ty) * (tx - nx):
-                    pop()
+                    top -= 1
                 else:
                     break
-            push((nx, ny))
-            lx, ly = nx, ny
-            bx, by = stack[-2]
-    return np.array(num), np.array(den)
+            sx[top] = nx
+            sy[top] = ny
+            top += 1
+            lx, ly, bx, by = nx, ny, sx[top - 2], sy[top - 2]
 
 
 def venn_abers_table(score, target, sample_weight=None):
