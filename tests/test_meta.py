@@ -39,7 +39,8 @@ from skcalib import (
     VectorScalingCalibrator,
 )
 from skcalib.calibration._auto import AutoCalibrator
-from skcalib.calibration._meta import CalibratedClassifier, _full_scores
+from skcalib.calibration._cross_fit import _full_scores
+from skcalib.calibration._meta import CalibratedClassifier
 
 sklearn_version = parse_version(sklearn_version_str)
 
