@@ -49,12 +49,22 @@ def _value_range(x):
     return lo, hi, nan
 
 
+# The kernels below read ``code[cell]`` for the cell ``floor(s * n_cells)``
+# of a score ``s`` in ``[0, 1]`` (callers promise such scores). The cell is
+# clamped twice, in float and in int32 (both nearly free): a finite score
+# outside ``[0, 1]`` then lands in an edge cell, in the bin
+# ``assign_bins`` gives it, and NaN (which validated input never holds)
+# still reads inside the table. A helper function for these lines is not
+# inlined by numba and costs five times the loop.
+
+
 def _cell_counts(scores, target, interior, code, n_cells, n_bins):
     hist = np.zeros(2 * n_bins, dtype=np.int64)
+    top = float(n_cells)
     for i in range(scores.size):
         s = scores[i]
-        # int32: a vectorisable conversion; n_cells <= 2**20.
-        b = np.intp(code[np.int32(s * n_cells)])
+        c = min(max(np.int32(min(max(s * n_cells, 0.0), top)), 0), n_cells)
+        b = np.intp(code[c])
         if b < 0:  # a cell an edge cuts
             b = np.searchsorted(interior, s)
         hist[2 * b + (target[i] != 0)] += 1
@@ -67,9 +77,11 @@ def _cell_counts(scores, target, interior, code, n_cells, n_bins):
 
 
 def _cell_lookup1(scores, interior, code, n_cells, table, out):
+    top = float(n_cells)
     for i in range(scores.size):
         s = scores[i]
-        b = np.intp(code[np.int32(s * n_cells)])
+        c = min(max(np.int32(min(max(s * n_cells, 0.0), top)), 0), n_cells)
+        b = np.intp(code[c])
         if b < 0:
             b = np.searchsorted(interior, s)
         out[i] = table[b]
@@ -81,9 +93,11 @@ def _cell_lookup2(scores, interior, code, n_cells, table, out):
     # slower (the compiler cannot rule out that out and table overlap).
     t0 = table[:, 0].copy()
     t1 = table[:, 1].copy()
+    top = float(n_cells)
     for i in range(scores.size):
         s = scores[i]
-        b = np.intp(code[np.int32(s * n_cells)])
+        c = min(max(np.int32(min(max(s * n_cells, 0.0), top)), 0), n_cells)
+        b = np.intp(code[c])
         if b < 0:
             b = np.searchsorted(interior, s)
         out[i, 0] = t0[b]

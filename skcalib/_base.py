@@ -495,10 +495,13 @@ def _unique_inverse(y):
     if y.dtype.kind not in "iu" or not y.size:
         return np.unique(y, return_inverse=True)
     lo, hi, _ = value_range(y)
+    lo, hi = int(lo), int(hi)  # no wrap-around of small integer types
     if hi - lo == 1:
         # Two consecutive labels: both are present, no count is needed.
         classes = np.array([lo, hi], dtype=y.dtype)
-        return classes, (y if lo == 0 else y - lo).astype(np.intp, copy=False)
+        return classes, (y if lo == 0 else y - y.dtype.type(lo)).astype(
+            np.intp, copy=False
+        )
     if 0 <= lo and hi <= 4 * y.size + 1024:
         counts = np.bincount(y)
         classes = np.flatnonzero(counts)

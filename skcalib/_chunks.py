@@ -161,14 +161,7 @@ class ChunkedData:
     def first_scores(self, fn):
         """``fn(scores, y_encoded, sample_weight)`` of the first chunk only
         (None if it is empty): a cheap look at the data, not a pass."""
-        call = partial(
-            _scores_chunk,
-            fn=fn,
-            classes=self.classes,
-            score_type=self.score_type,
-            n_columns=self.n_columns,
-        )
-        return self._run(call, first=True)[0]
+        return self._run(self._scores_call(fn), first=True)[0]
 
     def map_scores(self, fn, combine=sum_parts):
         """One pass of ``fn(scores, y_encoded, sample_weight)`` per chunk.
@@ -176,14 +169,17 @@ class ChunkedData:
         ``scores`` is a :class:`~skcalib._scores.Scores` of the validated
         chunk; labels are encoded by ``classes``.
         """
-        call = partial(
+        return combine(self._run(self._scores_call(fn)))
+
+    def _scores_call(self, fn):
+        """``fn`` applied to a raw chunk once it is validated and wrapped."""
+        return partial(
             _scores_chunk,
             fn=fn,
             classes=self.classes,
             score_type=self.score_type,
             n_columns=self.n_columns,
         )
-        return combine(self._run(call))
 
 
 def _validate_chunk(X, y, w):

@@ -214,3 +214,30 @@ def test_venn_abers_is_the_same_with_and_without_kernels(monkeypatch):
         out = VennAbersCalibrator().fit(p, y).predict_interval(p)
     np.testing.assert_array_equal(out[0], ref[0])
     np.testing.assert_array_equal(out[1], ref[1])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_kernels_place_out_of_range_scores_as_assign_bins(kernels, dtype):
+    # Callers promise scores in [0, 1]; a broken promise must not read past
+    # the cell table: finite scores outside it land in the edge cells, in the
+    # bin assign_bins gives them, and NaN stays in bounds.
+    from skcalib.metrics._binning import assign_bins
+
+    edges = bin_edges(None, 15, "uniform")
+    scores = np.array(
+        [-1e30, -1.0, -1e-300, 0.0, 0.5, 1.0, 1.0 + 1e-6, 3.0, 1e30, np.inf, -np.inf]
+        * 10
+    ).astype(dtype)
+    interior = np.ascontiguousarray(edges[1:-1], dtype=dtype)
+    ids = assign_bins(scores, edges)
+    table = np.arange(15.0).astype(dtype)
+    out = kernels.cell_lookup(scores, *_kernel_tables(interior), table)
+    np.testing.assert_array_equal(out, table[ids])
+    counts, _ = kernels.cell_counts(
+        scores, np.ones(scores.size, bool), *_kernel_tables(interior), 15
+    )
+    np.testing.assert_array_equal(counts, np.bincount(ids, minlength=15))
+    nan = kernels.cell_lookup(
+        np.full(9, np.nan, dtype), *_kernel_tables(interior), table
+    )
+    assert np.isin(nan, table).all()

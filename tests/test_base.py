@@ -375,7 +375,7 @@ def test_wrapped_model_non_finite_scores_are_named():
 
 @pytest.mark.parametrize(
     "labels",
-    [[0, 1], [1, 2], [-1, 0], [3, 7], [0, 1, 2], [0, 2, 5], [-3, 4], [5]],
+    [[0, 1], [1, 2], [-1, 0], [3, 7], [0, 1, 2], [0, 2, 5], [-3, 4], [5], [-128, 127]],
 )
 @pytest.mark.parametrize("dtype", [np.int64, np.int8, np.uint16])
 def test_label_encoding_matches_numpy_unique(labels, dtype):
