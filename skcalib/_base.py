@@ -29,19 +29,9 @@ from sklearn.utils.validation import (
 
 from skcalib._accel import value_range
 from skcalib._chunks import ChunkedData, _as_dask_array, is_dask_collection
-from skcalib._scores import (
-    Scores,
-    check_probabilities,
-    finite_range,
-    looks_like_probabilities,
-)
+from skcalib._scores import Scores, finite_range, resolve_score_type
 
 __all__ = ["BaseCalibrator"]
-
-#: Rows of a wrapped classifier's ``predict_proba`` that miss 1 by at most
-#: this much are renormalised (rounding); raw ``X`` must sum to 1 within
-#: ``sqrt(eps)`` of its dtype.
-PREDICT_PROBA_DRIFT = 1e-4
 
 
 class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
@@ -78,6 +68,12 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         "score_type": [StrOptions({"auto", "logit", "probability"})],
         "response_method": [StrOptions({"auto", "decision_function", "predict_proba"})],
     }
+
+    #: ``fit`` divides ``sample_weight`` by its maximum (results invariant to
+    #: the scale of the weights, no overflow). A method whose result depends
+    #: on the weight total by design (Platt's smoothed targets) sets False
+    #: and receives the validated weights as given.
+    _rescale_sample_weight = True
 
     # ------------------------------------------------------------------ clone
     def __sklearn_clone__(self):
@@ -149,15 +145,6 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         )
         value_range = finite_range(scores, input_name=source, estimator_name=name)
         kind = "logit" if method == "decision_function" else "probability"
-        if kind == "probability" and scores.ndim == 2 and scores.shape[1] > 1:
-            # A classifier's predict_proba is a distribution by contract, but
-            # rows may miss 1 by rounding (GaussianNB: ~1e-7 in float64):
-            # renormalise small drifts; larger ones stay errors.
-            sums = scores.sum(axis=1, keepdims=True, dtype=np.float64)
-            drift = np.abs(sums - 1.0)
-            if 0 < drift.max() <= PREDICT_PROBA_DRIFT:
-                scores = (scores / sums).astype(scores.dtype, copy=False)
-                value_range = (scores.min(), scores.max())
         return scores, kind, value_range
 
     def _check_columns(self, scores, n_classes):
@@ -178,25 +165,35 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def _scores(self, scores, kind, value_range, *, reset):
         """Wrap validated raw scores (deciding ``score_type_`` at fit);
-        the arguments are :meth:`_raw_scores`'s result."""
+        the arguments are :meth:`_raw_scores`'s result.
+
+        The decision is :func:`~skcalib._scores.resolve_score_type`'s: at
+        fit from ``score_type`` (``"auto"``: from the response method in
+        wrapper mode, else from the values); at predict time the fitted
+        ``score_type_`` is checked again (rounded probability rows are
+        renormalised, other rows that miss 1 are an error).
+        """
         n_classes = len(self.classes_)
         self._check_columns(scores, n_classes)
-        checked = False  # looks_like_probabilities checks what is checked below
         if reset:
-            if self.score_type != "auto":
-                self.score_type_ = self.score_type
-            elif kind is not None:
-                self.score_type_ = kind
-            else:
-                checked = looks_like_probabilities(scores, value_range)
-                self.score_type_ = "probability" if checked else "logit"
-        if self.score_type_ == "probability" and not checked:
-            check_probabilities(
-                scores,
-                name="X" if self.estimator is None else "scores",
-                value_range=value_range,
-            )
-        return Scores(scores, self.score_type_, n_classes)
+            requested = self.score_type if self.score_type != "auto" else kind
+        else:
+            requested = self.score_type_
+        decision = resolve_score_type(
+            scores,
+            requested or "auto",
+            value_range=value_range,
+            name=(
+                "X"
+                if self.estimator is None
+                else f"the scores of {type(self.estimator).__name__}"
+            ),
+            warn_logit=reset and self.score_type == "logit",
+        )
+        if reset:
+            self.score_type_ = decision.score_type
+            self.n_renormalized_rows_ = decision.n_renormalized
+        return Scores(decision.scores, decision.score_type, n_classes)
 
     # ----------------------------------------------------------------- labels
     def _encode_y(self, y):
@@ -207,6 +204,11 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
             )
         if not (type(y) is np.ndarray and y.ndim == 1):  # else nothing to do
             y = column_or_1d(y, warn=True)
+        if y.dtype.kind == "f" and y.size and not _all_finite(y):
+            bad = int(np.flatnonzero(~np.isfinite(y))[0])
+            raise ValueError(
+                f"y must hold class labels; y[{bad}] is {y[bad].item()!r}."
+            )
         if y.dtype.kind not in "iub":  # integer labels are always valid classes
             check_classification_targets(y)
         if self.estimator is None:
@@ -227,8 +229,8 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         n_present = classes.size if self.estimator is None else present.size
         if n_present < 2:
             raise ValueError(
-                f"y has one class only ({y.ravel()[0]!r}); calibration needs at "
-                "least two classes."
+                f"y has one class only ({_plain(y.ravel()[0])!r}); calibration "
+                "needs at least two classes."
             )
         return classes, y_enc.astype(np.intp, copy=False)
 
@@ -262,13 +264,9 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
                 f"X gives {scores.shape[0]} samples but y has {y_enc.shape[0]}."
             )
         if sample_weight is not None:
-            sample_weight = _check_sample_weight(
-                sample_weight, y_enc, dtype=np.float64, ensure_non_negative=True
+            sample_weight = _checked_weights(
+                sample_weight, y_enc, rescale=self._rescale_sample_weight
             )
-            if not sample_weight.sum() > 0:
-                raise ValueError(
-                    "All sample weights are zero; there is nothing to fit."
-                )
         self._fit(
             self._scores(scores, kind, value_range, reset=True), y_enc, sample_weight
         )
@@ -329,7 +327,7 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
                 "IsotonicCalibrator, VectorScalingCalibrator, "
                 "MatrixScalingCalibrator and DirichletCalibrator can."
             )
-        data.survey(self.score_type)
+        data.survey(self.score_type, rescale_weights=self._rescale_sample_weight)
         self.classes_ = data.classes
         n_classes = data.classes.size
         if n_classes < 2:
@@ -352,6 +350,7 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         if data.n_columns > 1:
             self.n_features_in_ = data.n_columns
         self.score_type_ = data.score_type
+        self.n_renormalized_rows_ = data.n_renormalized
         self._fit_chunks(data)
         return self
 
@@ -482,6 +481,32 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
     @abstractmethod
     def _predict_proba(self, scores):
         """Calibrated probabilities (n, K) from :class:`~skcalib._scores.Scores`."""
+
+
+def _checked_weights(sample_weight, y_enc, *, rescale=True):
+    """Validated float64 weights, divided by their maximum if ``rescale``.
+
+    Every result of a rescaling calibrator is then the same for weights
+    ``w`` and ``c * w`` (up to the rounding of one division), from
+    ``c = 5e-324`` to weights of ``1e308``, whose sums would overflow.
+    """
+    sample_weight = _check_sample_weight(
+        sample_weight, y_enc, dtype=np.float64, ensure_non_negative=True
+    )
+    top = sample_weight.max()
+    if not top > 0:
+        raise ValueError("All sample weights are zero; there is nothing to fit.")
+    return sample_weight / top if rescale else sample_weight
+
+
+def _all_finite(y):
+    lo, hi, nan = value_range(y)
+    return not nan and bool(np.isfinite(lo)) and bool(np.isfinite(hi))
+
+
+def _plain(value):
+    """A numpy scalar as the Python value it holds (for messages)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _ndim(X):

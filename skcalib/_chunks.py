@@ -16,11 +16,7 @@ from functools import partial
 import numpy as np
 from sklearn.utils.validation import check_array
 
-from skcalib._scores import (
-    Scores,
-    check_probabilities,
-    looks_like_probabilities,
-)
+from skcalib._scores import Scores, resolve_score_type
 
 __all__ = []  # private module
 
@@ -130,13 +126,23 @@ class ChunkedData:
         return cls(run)
 
     # ------------------------------------------------------------- passes
-    def survey(self, score_type):
+    def survey(self, score_type, rescale_weights=True):
         """One pass: classes, column count, score type and class weights.
 
         Sets ``classes``, ``n_columns``, ``score_type``, ``class_weight``
-        (weighted count of each class) and ``total_weight``.
+        (weighted count of each class), ``total_weight``, ``n_renormalized``
+        and ``weight_scale``: with ``rescale_weights``, weights are divided
+        by their maximum over all chunks, as
+        :meth:`skcalib._base.BaseCalibrator.fit` does, so that counts and
+        totals are those of weights at most 1.
+
+        ``score_type="auto"`` follows
+        :func:`~skcalib._scores.resolve_score_type` over the whole data:
+        probabilities when every chunk lies inside ``[0, 1]`` (rows that miss
+        1 by more than the rounding tolerance are then an error), logits
+        otherwise.
         """
-        parts = self._run(_survey_chunk)
+        parts = self._run(partial(_survey_chunk, score_type=score_type))
         cols = {p["n_columns"] for p in parts if p["n_rows"]}
         if len(cols) > 1:
             raise ValueError(f"Chunks have different numbers of columns: {cols}.")
@@ -145,15 +151,25 @@ class ChunkedData:
         self.n_columns = cols.pop()
         labels = np.unique(np.concatenate([p["labels"] for p in parts]))
         self.classes = labels
-        sums = [p["class_weight"] for p in parts]
+        scale = max(p["max_weight"] for p in parts) if rescale_weights else 1.0
+        self.weight_scale = scale if scale > 0 else 1.0
         weight = np.zeros(labels.size)
-        for p, s in zip(parts, sums, strict=True):
-            weight[np.searchsorted(labels, p["labels"])] += s
+        for p in parts:
+            share = p["max_weight"] / self.weight_scale
+            weight[np.searchsorted(labels, p["labels"])] += p["class_weight"] * share
         self.class_weight = weight
         self.total_weight = float(weight.sum())
-        if score_type == "auto":
-            probability = all(p["probability"] for p in parts if p["n_rows"])
-            score_type = "probability" if probability else "logit"
+        filled = [p for p in parts if p["n_rows"]]
+        in_range = all(p["in_range"] for p in filled)
+        if score_type == "probability" or (score_type == "auto" and in_range):
+            for i, p in enumerate(filled):
+                if p["error"] is not None:
+                    raise ValueError(f"Chunk {i}: {p['error']}")
+            score_type = "probability"
+            self.n_renormalized = sum(p["n_rounded"] for p in filled)
+        else:
+            score_type = "logit"
+            self.n_renormalized = 0
         self.score_type = score_type
         self.dtype = np.result_type(*[p["dtype"] for p in parts])
         return self
@@ -179,6 +195,7 @@ class ChunkedData:
             classes=self.classes,
             score_type=self.score_type,
             n_columns=self.n_columns,
+            weight_scale=self.weight_scale,
         )
 
 
@@ -210,23 +227,37 @@ def _validate_chunk(X, y, w):
     return X, y, w
 
 
-def _survey_chunk(X, y, w):
+def _survey_chunk(X, y, w, score_type="auto"):
     X, y, w = _validate_chunk(X, y, w)
     labels, inverse = np.unique(y, return_inverse=True)
+    top = float(w.max()) if w is not None and w.size else 1.0
+    if w is not None and top > 0:
+        w = w / top  # no overflow in the sums of huge weights
     weights = np.bincount(inverse.ravel(), weights=w, minlength=labels.size).astype(
         np.float64
     )
+    in_range = bool(X.size) and bool(X.min() >= 0) and bool(X.max() <= 1)
+    n_rounded, error = 0, None
+    if in_range and X.ndim == 2 and X.shape[1] > 1:
+        try:
+            asked = "auto" if score_type == "auto" else "probability"
+            n_rounded = resolve_score_type(X, asked).n_renormalized
+        except ValueError as exc:
+            error = str(exc)
     return {
         "n_rows": X.shape[0],
         "n_columns": 1 if X.ndim == 1 else X.shape[1],
         "labels": labels,
         "class_weight": weights,
-        "probability": bool(X.shape[0]) and looks_like_probabilities(X),
+        "max_weight": top if w is not None else 1.0,
+        "in_range": in_range,
+        "n_rounded": n_rounded,
+        "error": error,
         "dtype": X.dtype,
     }
 
 
-def _scores_chunk(X, y, w, *, fn, classes, score_type, n_columns):
+def _scores_chunk(X, y, w, *, fn, classes, score_type, n_columns, weight_scale=1.0):
     X, y, w = _validate_chunk(X, y, w)
     n_classes = classes.size
     if (1 if X.ndim == 1 else X.shape[1]) != n_columns:
@@ -243,5 +274,7 @@ def _scores_chunk(X, y, w, *, fn, classes, score_type, n_columns):
             "data at every pass (seed generated data, or persist it)."
         )
     if score_type == "probability":
-        check_probabilities(X, name="X")
+        X = resolve_score_type(X, "probability").scores
+    if w is not None and weight_scale != 1.0:
+        w = w / weight_scale
     return fn(Scores(X, score_type, n_classes), y_enc, w)

@@ -1,7 +1,11 @@
 """Score arithmetic shared by every calibrator and metric.
 
-The only softmax / log-softmax / probability check of the package lives here.
+The only softmax / log-softmax / probability check of the package lives here,
+and so does the ``score_type="auto"`` rule (:func:`resolve_score_type`).
 """
+
+import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import expit, log_expit
@@ -15,15 +19,33 @@ __all__ = []  # private module
 #: probability of exactly 0 gives a finite log-probability (log(1e-12) ~ -27.6).
 PROBA_FLOOR = 1e-12
 
+#: Largest error of one probability written with 4 decimals (half a unit of
+#: the 4th decimal). :func:`rounding_tolerance` allows this much per column.
+ROUNDING_UNIT = 5e-5
+
 
 def sum_tolerance(dtype):
-    """Tolerance on ``|row sum - 1|`` for probabilities of ``dtype``.
+    """Tolerance on ``|row sum - 1|`` of *exact* probabilities of ``dtype``.
 
-    ``sqrt(eps)``: 3.5e-4 for float32, 1.5e-8 for float64; float32 softmax
-    outputs of 1000 classes drift by up to a few 1e-5.
+    ``sqrt(eps)``: 3.5e-4 for float32, 1.5e-8 for float64. Rows within it are
+    used as given.
     """
     dtype = np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.dtype(np.float64)
     return float(np.sqrt(np.finfo(dtype).eps))
+
+
+def rounding_tolerance(n_columns, dtype):
+    """Tolerance on ``|row sum - 1|`` of probabilities that were rounded.
+
+    ``max(sum_tolerance(dtype), ROUNDING_UNIT * n_columns)``: each of the
+    ``n_columns`` values of a row written with 4 decimals is off by at most
+    ``5e-5``, so its row sum is off by at most ``5e-5 * n_columns`` (1e-4 for
+    two columns, 5e-4 for ten). The same bound covers float32 softmax
+    outputs cast to float64 (off by a few ``1e-8`` per row). Rows off by more
+    than ``sum_tolerance`` but within this bound are probabilities that are
+    renormalised; rows off by more are not probabilities.
+    """
+    return max(sum_tolerance(dtype), ROUNDING_UNIT * int(n_columns))
 
 
 def finite_range(X, *, input_name="X", estimator_name=None):
@@ -41,83 +63,279 @@ def finite_range(X, *, input_name="X", estimator_name=None):
     return lo, hi
 
 
-def looks_like_probabilities(scores, value_range=None):
-    """Whether raw scores are probabilities under the ``score_type="auto"`` rule.
+@dataclass(frozen=True)
+class RowSums:
+    """How far the rows of 2-D probabilities are from summing to 1.
 
-    * 1-D (or one column): every value in ``[0, 1]``.
-    * 2-D with ``K >= 2`` columns: every value in ``[0, 1]`` and every row sums
-      to 1 within :func:`sum_tolerance`.
-
-    ``value_range``: ``(min, max)`` of ``scores`` when the caller has it
-    (from :func:`finite_range`).
+    ``rows``: indices of the rows whose float64 sum misses 1 by more than
+    :func:`sum_tolerance`; ``sums``: those sums; ``tolerance``: the
+    :func:`rounding_tolerance` of the array.
     """
-    if scores.size == 0:
-        return False
-    lo, hi = (scores.min(), scores.max()) if value_range is None else value_range
-    in_range = bool(lo >= 0) and bool(hi <= 1)
-    if not in_range:
-        return False
-    if scores.ndim == 1 or scores.shape[1] == 1:
-        return True
-    row_sums = scores.sum(axis=1, dtype=np.float64)
-    return bool(np.all(np.abs(row_sums - 1.0) <= sum_tolerance(scores.dtype)))
+
+    rows: np.ndarray
+    sums: np.ndarray
+    tolerance: float
+
+    @property
+    def exact(self):
+        """Every row sums to 1 within :func:`sum_tolerance`."""
+        return self.rows.size == 0
+
+    @property
+    def worst(self):
+        """``(row, sum)`` of the row farthest from 1 (None when exact)."""
+        if self.exact:
+            return None
+        i = int(np.argmax(np.abs(self.sums - 1.0)))
+        return int(self.rows[i]), float(self.sums[i])
+
+    @property
+    def rounded(self):
+        """Every row sums to 1 within the rounding tolerance."""
+        return self.exact or abs(self.worst[1] - 1.0) <= self.tolerance
 
 
-def check_probabilities(proba, name="y_proba", value_range=None):
+def row_sums(proba):
+    """:class:`RowSums` of 2-D ``proba`` (values in [0, 1], ``K >= 2`` columns).
+
+    The same decision as ``proba.sum(axis=1, dtype=np.float64)``, faster for
+    float32: row sums in float32 (no float64 conversion pass) are within
+    ``K * eps`` of the float64 sums (for values in [0, 1]), so only the rows
+    within twice that margin of the tolerance are summed again in float64.
+    No BLAS call: its threads stall on a loaded machine.
+    """
+    k = proba.shape[1]
+    tol = sum_tolerance(proba.dtype)
+    rows = None
+    eps = float(np.finfo(np.float32).eps)
+    if proba.dtype == np.float32 and 2.0 * k * eps < tol / 4:
+        suspect = np.abs(proba.sum(axis=1) - 1) > tol - 2.0 * k * eps
+        rows = np.flatnonzero(suspect)
+        sums = proba[rows].sum(axis=1, dtype=np.float64)
+    else:
+        sums = proba.sum(axis=1, dtype=np.float64)
+    off = np.flatnonzero(np.abs(sums - 1.0) > tol)
+    if rows is not None:
+        rows = rows[off]
+    else:
+        rows = off
+    return RowSums(
+        rows=rows, sums=sums[off], tolerance=rounding_tolerance(k, proba.dtype)
+    )
+
+
+def renormalize_rows(proba, sums):
+    """A copy of ``proba`` whose rows ``sums.rows`` are divided by their sum."""
+    out = proba.copy()
+    out[sums.rows] = (out[sums.rows] / sums.sums[:, None]).astype(out.dtype)
+    return out
+
+
+def _range_error(proba, name):
+    bad = np.flatnonzero(
+        ((proba < 0) | (proba > 1)).reshape(proba.shape[0], -1).any(axis=1)
+    )[0]
+    return ValueError(
+        f"{name} must hold probabilities in [0, 1]; row {int(bad)} has "
+        f"{proba[bad].tolist()}."
+    )
+
+
+def check_probabilities(proba, name="y_proba", value_range=None, hint=None):
     """Raise ``ValueError`` unless ``proba`` holds valid probabilities.
 
     1-D: values in ``[0, 1]``. 2-D: values in ``[0, 1]`` and rows summing to 1
-    within :func:`sum_tolerance` of the dtype. The message names the first
-    offending row and value. ``value_range``: ``(min, max)`` of ``proba``
+    within :func:`rounding_tolerance` (probabilities written with 4 decimals
+    pass; they are used as given, not renormalised). The message names the
+    row farthest from summing to 1 and its sum, then ``hint`` (what the
+    caller can pass instead). ``value_range``: ``(min, max)`` of ``proba``
     when the caller has it.
     """
     if proba.size == 0:
         return
     lo, hi = (proba.min(), proba.max()) if value_range is None else value_range
     if lo < 0 or hi > 1:
-        bad = np.flatnonzero(
-            ((proba < 0) | (proba > 1)).reshape(proba.shape[0], -1).any(axis=1)
-        )[0]
-        raise ValueError(
-            f"{name} must hold probabilities in [0, 1]; row {bad} has "
-            f"{proba[bad].tolist()}."
-        )
+        raise _range_error(proba, name)
     if proba.ndim == 2 and proba.shape[1] > 1:
-        off = _first_row_off_one(proba, sum_tolerance(proba.dtype))
-        if off is not None:
-            bad, row_sum = off
-            raise ValueError(
-                f"{name} rows must sum to 1 (tolerance "
-                f"{sum_tolerance(proba.dtype):.1e} for {proba.dtype}); row {bad} "
-                f"sums to {row_sum:.6g}. Pass logits with "
-                "score_type='logit' or normalise the rows."
-            )
+        sums = row_sums(proba)
+        if not sums.rounded:
+            raise _sum_error(name, sums, proba.shape[1], hint)
 
 
-def _first_row_off_one(proba, tol):
-    """``(row, sum)`` of the first row of ``proba`` (values in [0, 1]) whose
-    float64 sum is more than ``tol`` away from 1, or None.
+def _sum_error(name, sums, n_columns, hint):
+    row, total = sums.worst
+    hint = (
+        " Normalise the rows (one-vs-rest sigmoid outputs do not sum to 1), or "
+        "apply a softmax to logits first."
+        if hint is None
+        else " " + hint
+    )
+    return ValueError(
+        f"{name} rows must sum to 1 (tolerance {sums.tolerance:.1e} for "
+        f"{n_columns} columns, which covers probabilities rounded to 4 "
+        f"decimals); row {row} sums to {total:.6g} (the farthest from 1 of "
+        f"{sums.rows.size} row(s) that miss it).{hint}"
+    )
 
-    The same decision as ``proba.sum(axis=1, dtype=np.float64)``, faster for
-    float32: row sums in float32 (no float64 conversion pass) are within
-    ``k * eps`` of the float64 sums (for values in [0, 1]), so only the rows
-    within twice that margin of the tolerance are summed again in float64.
-    No BLAS call: its threads stall on a loaded machine.
+
+@dataclass(frozen=True)
+class ScoreTypeDecision:
+    """What :func:`resolve_score_type` decided about raw scores.
+
+    ``score_type``: ``"logit"`` or ``"probability"``; ``scores``: the scores
+    to use (a renormalised copy when rounded rows were renormalised, else
+    the input); ``n_renormalized``: how many rows were renormalised;
+    ``reason``: the rule that decided, in words.
     """
-    k = proba.shape[1]
-    rows = None
-    eps = float(np.finfo(np.float32).eps)
-    if proba.dtype == np.float32 and 2.0 * k * eps < tol / 4:
-        suspect = np.abs(proba.sum(axis=1) - 1) > tol - 2.0 * k * eps
-        if not suspect.any():
-            return None
-        rows = np.flatnonzero(suspect)
-    sums = (proba if rows is None else proba[rows]).sum(axis=1, dtype=np.float64)
-    off = np.flatnonzero(np.abs(sums - 1.0) > tol)
-    if off.size == 0:
-        return None
-    i = int(off[0])
-    return (int(rows[i]) if rows is not None else i), float(sums[i])
+
+    score_type: str
+    scores: np.ndarray
+    n_renormalized: int
+    reason: str
+
+
+def resolve_score_type(
+    scores, score_type, *, value_range=None, name="X", warn_logit=True
+):
+    """Decide what raw scores hold, and renormalise rounded probabilities.
+
+    The rule of ``score_type="auto"`` (documented in the design notes):
+
+    * A score array with a value outside ``[0, 1]`` holds logits (decision
+      values count as logits).
+    * 1-D scores (or one column) entirely inside ``[0, 1]`` are the
+      probability of the positive class.
+    * 2-D scores entirely inside ``[0, 1]`` are probabilities, never silently
+      logits. Rows that sum to 1 within :func:`sum_tolerance` are used as
+      given; rows that miss 1 by at most :func:`rounding_tolerance` (4-decimal
+      rounding, float32 round-off) are renormalised (counted in
+      ``n_renormalized``); a row that misses by more is a ``ValueError``
+      naming the worst row, its sum and the ``score_type`` to pass.
+
+    ``score_type="probability"`` applies the same checks (rounded rows are
+    renormalised; values outside ``[0, 1]`` or rows off by more are errors).
+    ``score_type="logit"`` uses the scores as given; when they look exactly
+    like probabilities (as ``"auto"`` would read them, rows summing to 1
+    within :func:`sum_tolerance`) a ``UserWarning`` says so, if
+    ``warn_logit``.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n,) or (n, k)
+        Finite float scores.
+    score_type : {"auto", "logit", "probability"}
+    value_range : tuple or None
+        ``(min, max)`` of ``scores`` when the caller has it.
+    name : str
+        The name of the scores in messages.
+    warn_logit : bool
+        Warn when ``score_type="logit"`` scores look like probabilities.
+
+    Returns
+    -------
+    decision : ScoreTypeDecision
+    """
+    if scores.size == 0:
+        kind = "logit" if score_type == "auto" else score_type
+        return ScoreTypeDecision(kind, scores, 0, "no scores")
+    lo, hi = (scores.min(), scores.max()) if value_range is None else value_range
+    in_range = bool(lo >= 0) and bool(hi <= 1)
+    one_column = scores.ndim == 1 or scores.shape[1] == 1
+    if score_type == "logit":
+        if warn_logit and in_range and (one_column or row_sums(scores).exact):
+            shape = "1-D scores" if one_column else "rows summing to 1"
+            warnings.warn(
+                f"score_type='logit', but {name} looks like probabilities (every "
+                f"value in [0, 1], {shape}); they are used as logits. Pass "
+                "score_type='probability' (or 'auto') if they are probabilities.",
+                UserWarning,
+                stacklevel=_user_stacklevel(),
+            )
+        return ScoreTypeDecision("logit", scores, 0, "score_type='logit' was given")
+    given = score_type == "probability"
+    if not in_range:
+        if given:
+            raise _range_error(scores, name)
+        return ScoreTypeDecision(
+            "logit",
+            scores,
+            0,
+            f"values outside [0, 1] (min {float(lo):.4g}, max {float(hi):.4g}): "
+            "logits or decision values",
+        )
+    why = "score_type='probability' was given" if given else None
+    if one_column:
+        return ScoreTypeDecision(
+            "probability",
+            scores,
+            0,
+            why or "1-D scores all in [0, 1]: the probability of the positive class",
+        )
+    sums = row_sums(scores)
+    k = scores.shape[1]
+    if sums.exact:
+        return ScoreTypeDecision(
+            "probability",
+            scores,
+            0,
+            why
+            or f"every value in [0, 1] and every row sums to 1 (within "
+            f"{sum_tolerance(scores.dtype):.1e})",
+        )
+    if sums.rounded:
+        return ScoreTypeDecision(
+            "probability",
+            renormalize_rows(scores, sums),
+            int(sums.rows.size),
+            (why or "every value in [0, 1] and every row sums to 1")
+            + f"; {sums.rows.size} row(s) within the rounding tolerance "
+            f"{sums.tolerance:.1e} for {k} columns were renormalised",
+        )
+    hint = (
+        None
+        if given
+        else (
+            f"Every value of {name} is in [0, 1], so score_type='auto' does not "
+            "read it as logits: pass score_type='logit' if these are logits or "
+            "decision values, or normalise the rows if they are probabilities "
+            "(one-vs-rest sigmoid outputs do not sum to 1)."
+        )
+    )
+    raise _sum_error(name, sums, k, hint)
+
+
+def looks_like_probabilities(scores, value_range=None):
+    """Whether ``score_type="auto"`` reads ``scores`` as probabilities.
+
+    False for scores with a value outside ``[0, 1]``; raises the error of
+    :func:`resolve_score_type` for 2-D scores inside ``[0, 1]`` whose rows
+    miss 1 by more than the rounding tolerance.
+    """
+    decision = resolve_score_type(scores, "auto", value_range=value_range)
+    return decision.score_type == "probability"
+
+
+def _user_stacklevel():
+    """``stacklevel`` for ``warnings.warn`` called in this module's caller
+    chain so that the warning points at the first frame outside skcalib and
+    scikit-learn (the user's call)."""
+    import os
+    import sys
+
+    import sklearn
+
+    import skcalib
+
+    inside = (
+        os.path.dirname(skcalib.__file__) + os.sep,
+        os.path.dirname(sklearn.__file__) + os.sep,
+    )
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(inside):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def centre_rows(z):

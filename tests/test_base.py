@@ -69,8 +69,13 @@ def test_auto_rule():
     assert TemperatureCalibrator().fit(z, yk).score_type_ == "logit"
     probs = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
     assert TemperatureCalibrator().fit(probs, yk).score_type_ == "probability"
-    # values in [0, 1] whose rows do not sum to 1 are logits
-    assert TemperatureCalibrator().fit(probs * 0.9, yk).score_type_ == "logit"
+    # values in [0, 1] whose rows do not sum to 1 are never silently logits
+    with pytest.raises(ValueError, match="score_type='logit'"):
+        TemperatureCalibrator().fit(probs * 0.9, yk)
+    assert (
+        TemperatureCalibrator(score_type="logit").fit(probs * 0.9, yk).score_type_
+        == "logit"
+    )
     # float32 softmax rows within sqrt(eps) of 1 are probabilities
     p32 = probs.astype(np.float32)
     assert TemperatureCalibrator().fit(p32, yk).score_type_ == "probability"
@@ -172,9 +177,13 @@ def test_extreme_logits_give_valid_probabilities(cls):
 @ALL
 def test_constant_scores_give_valid_probabilities(cls):
     y = np.arange(60) % 3
-    p = cls().fit(np.zeros((60, 3)), y).predict_proba(np.zeros((5, 3)))
+    cal = cls(score_type="logit").fit(np.zeros((60, 3)), y)
+    p = cal.predict_proba(np.zeros((5, 3)))
     assert np.isfinite(p).all()
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    # all-zero scores lie in [0, 1]: under "auto" they are not silently logits
+    with pytest.raises(ValueError, match=r"row 0 sums to 0 .*score_type='logit'"):
+        cls().fit(np.zeros((60, 3)), y)
 
 
 @ALL
@@ -252,7 +261,7 @@ def test_wrapper_renormalises_predict_proba_rounding_drift():
     )
     # a drift beyond rounding is still an error naming the row
     broken = _DriftingProba(drift=0.01).fit(X_fit, y_fit)
-    with pytest.raises(ValueError, match=r"scores must hold probabilities.*row"):
+    with pytest.raises(ValueError, match=r"scores of _DriftingProba must hold.*row"):
         PlattCalibrator(estimator=broken).fit(X_cal, y_cal)
 
 
