@@ -362,7 +362,9 @@ def test_vector_scaling_many_classes_memory_and_solution():
     problem = _linear_solver.PenalisedNLL(
         X, y, None, np.zeros((2, 300)), diagonal=True, x_scale=1.0
     )
-    theta, _, status, _ = _linear_solver._newton(problem, max_iter=100, tol=1e-10)
+    theta, _, status, _ = _linear_solver._newton(
+        problem, problem.theta0.copy(), max_iter=100, tol=1e-10
+    )
     assert status == "converged"
     # Rare classes (10 samples each) have curvature ~1e-3: a gradient of
     # 1e-8 leaves ~1e-5 in their parameters; the objective agrees to 1e-10.
@@ -420,7 +422,8 @@ def test_extreme_logits_give_valid_probabilities(cls):
 @ALL
 def test_constant_scores_give_the_class_frequencies(cls):
     y = np.array([0, 0, 1, 2] * 15)
-    cal = cls(reg_lambda=0.0, reg_mu=0.0, **TIGHT).fit(np.zeros((60, 3)), y)
+    cal = cls(reg_lambda=0.0, reg_mu=0.0, score_type="logit", **TIGHT)
+    cal.fit(np.zeros((60, 3)), y)
     p = cal.predict_proba(np.zeros((2, 3)))
     np.testing.assert_allclose(p, [[0.5, 0.25, 0.25]] * 2, atol=1e-6)
 

@@ -208,7 +208,8 @@ def test_permutation_1d_2d_float32_and_extremes():
         .predict_proba(np.array([-1e5, -1e4, 1e4, 1e5]))
     )
     assert np.isfinite(q).all() and (q > 0).all() and np.all(np.diff(q[:, 1]) >= 0)
-    const = VennAbersCalibrator().fit(np.zeros((40, 3)), np.arange(40) % 3)
+    const = VennAbersCalibrator(score_type="logit")
+    const.fit(np.zeros((40, 3)), np.arange(40) % 3)
     q = const.predict_proba(np.zeros((2, 3)))  # class frequencies 14, 13, 13
     np.testing.assert_allclose(q, [[15 / 43, 14 / 43, 14 / 43]] * 2, atol=1e-12)
 

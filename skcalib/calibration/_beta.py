@@ -187,11 +187,16 @@ def beta_midpoint(a, b, c):
         return float(expit(brentq(g, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps)))
     if a == 0 and b > 0 and c < 0:
         # log_expit(-u) = c / b  <=>  u = log(expm1(-c / b))
-        return float(expit(np.log(np.expm1(-c / b))))
+        return float(expit(_log_expm1(-c / b)))
     if b == 0 and a > 0 and c > 0:
         # log_expit(u) = -c / a  <=>  u = -log(expm1(c / a))
-        return float(expit(-np.log(np.expm1(c / a))))
+        return float(expit(-_log_expm1(c / a)))
     return float("nan")
+
+
+def _log_expm1(x):
+    """``log(exp(x) - 1)`` for ``x > 0`` without overflow (``x`` of 1e4)."""
+    return x + np.log(-np.expm1(-x))
 
 
 # ------------------------------------------------------------------ estimator

@@ -22,6 +22,14 @@ from skcalib.calibration._linear_solver import (
     fit_matrix,
     fit_vector,
 )
+from skcalib.calibration._scaling import fit_temperature
+
+#: Ridge on every (scaled) parameter when the classes are separated.
+TIE_BREAK = 1e-6
+
+#: Problems with at most this many margin-parameter entries are checked for
+#: separation before the fit; larger ones after a fit that looks divergent.
+SEPARATION_FIRST_ENTRIES = 200_000
 
 __all__ = [
     "DirichletCalibrator",
@@ -72,7 +80,39 @@ class _LinearMapCalibrator(BaseCalibrator):
         problem = PenalisedNLL(
             x, y, sample_weight, self._penalty_coefficients(k), diagonal=self._diagonal
         )
-        self._solve(problem, k, effective_n_jobs(self.n_jobs))
+        # Start from temperature scaling (W = I / T, b = 0: in every family
+        # here, and at least as good as the identity, T = 1) when it fits
+        # better: logits of 1e6 or 1e200 then start near the optimum instead
+        # of deep in the saturated region where the solver crawls.
+        temperature = fit_temperature(x, y, sample_weight)[0]
+        beta = problem.x_scale / temperature
+        start = (
+            np.vstack((np.full(k, beta), np.zeros(k)))
+            if self._diagonal
+            else np.hstack((beta * np.eye(k), np.zeros((k, 1))))
+        )
+        n_jobs = effective_n_jobs(self.n_jobs)
+        # The separation check (a linear program) runs before the fit on
+        # small problems, where separation is common and the program cheap,
+        # and otherwise only after a fit that looks like it diverges.
+        small = problem.separation_size() <= SEPARATION_FIRST_ENTRIES
+        tol = self._separation_check(problem) if small else self.tol
+        status = self._solve(problem, k, n_jobs, start=start, tol=tol)
+        if not small and self._diverging(status, beta, problem.x_scale):
+            tol = self._separation_check(problem)
+            if tol != self.tol:
+                self._solve(problem, k, n_jobs, start=start, tol=tol)
+
+    def _diverging(self, status, beta, x_scale):
+        """Whether the fitted map looks like a run towards infinity: not
+        converged, or scaled coefficients 20 times those of the temperature
+        start (or intercepts beyond 20)."""
+        scale = np.max(np.abs(self.coef_)) * x_scale
+        return (
+            status != "converged"
+            or scale > 20 * max(beta, 1.0)
+            or np.max(np.abs(self.intercept_)) > 20
+        )
 
     def _fit_chunks(self, data):
         k = data.classes.size
@@ -84,16 +124,44 @@ class _LinearMapCalibrator(BaseCalibrator):
         )
         self._solve(problem, k, 1)
 
-    def _solve(self, problem, k, n_jobs):
+    def _separation_check(self, problem):
+        """Warn, and break the tie, when the likelihood has no maximum.
+
+        With (quasi-)separated classes the free parameters (those without a
+        penalty) run off to infinity along a direction the data cannot
+        rank; the solver would stop anywhere on its way, at a point that
+        depends on rounding (on the order of the rows). A ridge of
+        :data:`TIE_BREAK` on every parameter makes the minimiser unique (as
+        the ridge vanishes it tends to the maximum-margin map), and it is
+        found to a gradient of ``1e-2 * TIE_BREAK``. Returns the tolerance.
+        """
+        n_sep, n_margins = problem.separation()
+        if not n_sep:
+            return self.tol
+        problem.add_tie_break(TIE_BREAK)
+        warnings.warn(
+            f"{type(self).__name__}: the calibration scores separate the classes "
+            f"({n_sep} of the {n_margins} sample/competitor "
+            "margins can be made arbitrarily large): the likelihood has no "
+            "maximum and its parameters are unbounded. A tie-breaking ridge "
+            f"of {TIE_BREAK:g} gives a near-step map; set reg_lambda and reg_mu "
+            "> 0 (tuned by cross-validation), or use more calibration data.",
+            UserWarning,
+            stacklevel=5,
+        )
+        return min(self.tol, 1e-2 * TIE_BREAK)
+
+    def _solve(self, problem, k, n_jobs, start=None, tol=None):
         solver = fit_vector if self._diagonal else fit_matrix
+        tol = self.tol if tol is None else tol
         theta, n_iter, status, gmax = solver(
-            problem, max_iter=self.max_iter, tol=self.tol, n_jobs=n_jobs
+            problem, max_iter=self.max_iter, tol=tol, n_jobs=n_jobs, start=start
         )
         name = type(self).__name__
         if status == "max_iter":
             warnings.warn(
                 f"{name} did not converge in max_iter={self.max_iter} iterations "
-                f"(largest gradient entry {gmax:.2e} > tol={self.tol:g}); increase "
+                f"(largest gradient entry {gmax:.2e} > tol={tol:g}); increase "
                 "max_iter or the regularisation (reg_lambda, reg_mu).",
                 ConvergenceWarning,
                 stacklevel=5,
@@ -102,7 +170,7 @@ class _LinearMapCalibrator(BaseCalibrator):
             warnings.warn(
                 f"{name} stopped after {n_iter} iterations: the objective cannot "
                 f"decrease further in float64, but the largest gradient entry "
-                f"{gmax:.2e} > tol={self.tol:g}; increase tol or the regularisation.",
+                f"{gmax:.2e} > tol={tol:g}; increase tol or the regularisation.",
                 ConvergenceWarning,
                 stacklevel=5,
             )
@@ -112,6 +180,7 @@ class _LinearMapCalibrator(BaseCalibrator):
             self.coef_ = np.ascontiguousarray(theta[:, :k])
             self.intercept_ = theta[:, k].copy()
         self.n_iter_ = int(n_iter)
+        return status
 
     def _predict_proba(self, scores):
         x = self._x(scores)
@@ -208,8 +277,8 @@ class VectorScalingCalibrator(_LinearMapCalibrator):
     backtracking line search, in float64, reading the scores by blocks of
     rows (float32 scores are never copied whole in float64). An iteration
     costs ``O(n K^2)`` time and ``O(K^2)`` memory, plus ``O(K)`` per row of
-    a block. Without a penalty, scores that separate the classes drive ``w``
-    up until the gradient falls below ``tol``.
+    a block. Scores that separate the classes get a warning and the
+    tie-breaking ridge described in :class:`MatrixScalingCalibrator`.
 
     References
     ----------
@@ -359,7 +428,20 @@ class MatrixScalingCalibrator(_LinearMapCalibrator):
     of ``[W | b]`` that no penalty touches (all of them when
     ``reg_lambda=reg_mu=0``) is defined only up to a constant; it is
     returned with the mean of ``W - I`` (or of ``b``) over its rows equal
-    to zero.
+    to zero (unless the identity is more than 1e6 times the fitted column,
+    as for logits of 1e200, where that shift would round the fit away).
+
+    The solver starts from the better of the identity map and temperature
+    scaling (``W = I / T``, fitted first), so that scores of any scale
+    start near the optimum. When the calibration data are (quasi-)
+    separated -- some direction of the unpenalised parameters never lowers
+    any sample's margin and raises some (a linear program decides it, up
+    to 4e6 margin-parameter entries) -- the likelihood has no maximum and
+    the solver would stop anywhere on its way to infinity, at a point that
+    depends on the order of the rows. A ``UserWarning`` then says so, and a
+    tie-breaking ridge of ``1e-6`` on every parameter (on the features
+    divided by ``max |z|``) makes the minimiser unique: a near-step map,
+    the same for any order of the rows.
 
     Solver: L-BFGS-B with the exact gradient, in float64, reading the scores
     by blocks of rows (float32 scores are never copied whole in float64), in

@@ -54,6 +54,8 @@ import numpy as np
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
+from skcalib.calibration._newton import SEPARATION_MAX_ENTRIES, separation
+
 __all__ = []
 
 #: Row blocks hold about this many entries, whatever the number of classes.
@@ -106,7 +108,11 @@ class PenalisedNLL:
         n, k = X.shape
         self.k = k
         self.diagonal = diagonal
-        self.w = None if sample_weight is None else sample_weight / sample_weight.sum()
+        if sample_weight is None:
+            self.w = None
+        else:  # divided by the maximum first: weights of 1e308 do not overflow
+            self.w = sample_weight / sample_weight.max()
+            self.w /= self.w.sum()
         self.w_const = 1.0 / n
         self.blocks = _row_blocks(n, k)
         self.pool = None  # a ThreadPoolExecutor while a solver runs in threads
@@ -121,10 +127,56 @@ class PenalisedNLL:
         self.C = np.array(C, dtype=np.float64)
         if diagonal:
             self.theta0 = np.vstack((np.full(k, x_scale), np.zeros(k)))
-            self.C[0] /= x_scale**2
+            # Divided twice, not by x_scale**2: that overflows above 1.3e154.
+            self.C[0] /= x_scale
+            self.C[0] /= x_scale
         else:
             self.theta0 = np.hstack((x_scale * np.eye(k), np.zeros((k, 1))))
-            self.C[:, :k] /= x_scale**2
+            self.C[:, :k] /= x_scale
+            self.C[:, :k] /= x_scale
+
+    def separation_size(self):
+        """Entries of the separation program: margins times free parameters."""
+        n_rows = self.X.shape[0] if self.w is None else np.count_nonzero(self.w > 0)
+        return int(n_rows * (self.k - 1) * np.count_nonzero(self.C == 0))
+
+    def separation(self):
+        """:func:`~skcalib.calibration._newton.separation` of the free
+        parameters (those with no penalty), on the rows of positive weight:
+        ``(n_separated, n_margins)``; ``n_separated`` is 0 without
+        separation and None when the check is too large to run."""
+        k = self.k
+        free = np.argwhere(self.C == 0)  # (d, 2): (row, column) in Theta
+        rows = (
+            np.arange(self.X.shape[0]) if self.w is None else np.flatnonzero(self.w > 0)
+        )
+        n_margins = int(rows.size * (k - 1))
+        if free.size == 0 or k < 2:
+            return 0, n_margins
+        if n_margins * free.shape[0] > SEPARATION_MAX_ENTRIES:
+            return None, n_margins
+        x = np.multiply(self.X[rows], 1.0 / self.x_scale, dtype=np.float64)
+        y = self.y[rows]
+        # Row r compares sample i with competitor j != y_i.
+        other = np.tile(np.arange(k - 1), rows.size).reshape(rows.size, k - 1)
+        other = other + (other >= y[:, None])
+        i = np.repeat(np.arange(rows.size), k - 1)
+        j = other.ravel()
+        if self.diagonal:  # Theta = (w, b): parameter (0, c) or (1, c)
+            cls = free[:, 1]
+            value = np.where(free[:, 0] == 0, x[i][:, cls], 1.0)
+        else:  # Theta = [W | b]: parameter (c, l) reads feature l (or 1)
+            cls = free[:, 0]
+            xt = np.hstack((x, np.ones((x.shape[0], 1))))
+            value = xt[i][:, free[:, 1]]
+        sign = (y[i][:, None] == cls).astype(np.float64) - (j[:, None] == cls)
+        return separation(value * sign), n_margins
+
+    def add_tie_break(self, strength):
+        """Give every parameter a penalty of at least ``strength`` (scaled
+        parameters): the objective becomes strictly convex, its minimiser
+        unique."""
+        self.C = np.maximum(self.C, strength)
 
     def original(self, theta):
         """Parameters of the map on the unscaled features."""
@@ -279,7 +331,12 @@ class PenalisedNLL:
                 theta[1] -= theta[1].mean()
             return theta
         free = ~np.any(self.C > 0, axis=0)
-        theta[:, free] -= (theta[:, free] - self.theta0[:, free]).mean(axis=0)
+        shift = (theta[:, free] - self.theta0[:, free]).mean(axis=0)
+        # Scores of 1e200 give a map 1e-200 times the identity: the shift
+        # would round the fit away. Such columns stay as solved.
+        size = np.max(np.abs(theta[:, free]), axis=0, initial=0.0)
+        shift[np.abs(shift) > 1e6 * size] = 0.0
+        theta[:, free] -= shift
         return theta
 
 
@@ -387,18 +444,30 @@ def _threads(problem, n_jobs):
 
 
 # ---------------------------------------------------------------- Newton
-def fit_vector(problem, *, max_iter, tol, n_jobs=1):
+def _start(problem, start):
+    """The better (lower ``J``; the identity map on a tie) of
+    ``problem.theta0`` and ``start`` (scaled parameters, or None)."""
+    theta = problem.theta0.copy()
+    if start is None:
+        return theta
+    if problem.loss_grad(start)[0] < problem.loss_grad(theta)[0]:
+        return np.array(start, dtype=np.float64)
+    return theta
+
+
+def fit_vector(problem, *, max_iter, tol, n_jobs=1, start=None):
     """Vector scaling: :func:`_newton` up to :data:`MAX_BLOCK_CLASSES`
     classes, above that :func:`_lbfgs` preconditioned by the diagonal of the
     Hessian (the exact ``2K x 2K`` Hessian costs ``O(n K^2)`` per step, and
     its memory ``O(K^2)`` per thread); ``n_jobs`` threads over blocks."""
     with _threads(problem, n_jobs):
+        theta = _start(problem, start)
         if problem.k > MAX_BLOCK_CLASSES:
-            return _lbfgs(problem, max_iter=max_iter, tol=tol)
-        return _newton(problem, max_iter=max_iter, tol=tol)
+            return _lbfgs(problem, theta, max_iter=max_iter, tol=tol)
+        return _newton(problem, theta, max_iter=max_iter, tol=tol)
 
 
-def _newton(problem, *, max_iter, tol):
+def _newton(problem, theta, *, max_iter, tol):
     """Newton's method with a backtracking line search (vector scaling).
 
     Returns
@@ -413,7 +482,6 @@ def _newton(problem, *, max_iter, tol):
         Largest absolute entry of the (scaled) gradient at the end.
     """
     k = problem.k
-    theta = problem.theta0.copy()
     loss, grad, hess = problem.loss_grad(theta, hessian=True)
     free_b = not np.any(problem.C[1] > 0)
     n_iter = 0
@@ -489,13 +557,13 @@ def _change_of_variables(problem, theta, full):
     return to_theta, to_phi_grad
 
 
-def fit_matrix(problem, *, max_iter, tol, n_jobs=1):
+def fit_matrix(problem, *, max_iter, tol, n_jobs=1, start=None):
     """Matrix scaling: see :func:`_lbfgs`; ``n_jobs`` threads over blocks."""
     with _threads(problem, n_jobs):
-        return _lbfgs(problem, max_iter=max_iter, tol=tol)
+        return _lbfgs(problem, _start(problem, start), max_iter=max_iter, tol=tol)
 
 
-def _lbfgs(problem, *, max_iter, tol):
+def _lbfgs(problem, theta, *, max_iter, tol):
     """Block-preconditioned L-BFGS-B with restarts (matrix scaling, and
     vector scaling with many classes).
 
@@ -511,7 +579,6 @@ def _lbfgs(problem, *, max_iter, tol):
         Largest absolute entry of the (scaled) gradient at the end.
     """
     full = problem.k <= MAX_BLOCK_CLASSES and not problem.diagonal
-    theta = problem.theta0.copy()
     loss, grad, _ = problem.loss_grad(theta)
     gmax = float(np.max(np.abs(grad)))
     n_iter = 0

@@ -72,10 +72,8 @@ def fit_platt(s, y, sample_weight=None, *, max_iter=100, tol=1e-10):
     n_iter : int
     converged : bool
     """
-    w = sample_weight
     pos = y > 0.5
-    n_pos = float(w[pos].sum()) if w is not None else float(pos.sum())
-    n_neg = float(w[~pos].sum()) if w is not None else float((~pos).sum())
+    w, n_pos, n_neg = platt_counts(pos, sample_weight)
     scale = max(1.0, float(np.max(np.abs(s))))
     terms = partial(_platt_chunk_terms, n_pos=n_pos, n_neg=n_neg, scale=scale)
     return _solve_platt(
@@ -83,16 +81,36 @@ def fit_platt(s, y, sample_weight=None, *, max_iter=100, tol=1e-10):
     )
 
 
+def platt_counts(pos, sample_weight):
+    """Weights divided by their maximum, and Platt's counts ``N+``, ``N-``.
+
+    The counts are the weight totals of the classes as given (frequency
+    weights, as in Platt's and scikit-learn's code); they are summed on the
+    rescaled weights and multiplied back as Python floats, so weights of
+    1e308 give ``inf`` counts (targets 1 and 0) instead of overflowing into
+    NaN. Returns ``(w, n_pos, n_neg)``.
+    """
+    if sample_weight is None:
+        n_pos = float(np.count_nonzero(pos))
+        return None, n_pos, float(pos.size) - n_pos
+    top = float(sample_weight.max(initial=0.0))
+    if not top > 0:
+        return sample_weight, 0.0, 0.0
+    w = sample_weight / top
+    return w, top * float(w[pos].sum()), top * float(w[~pos].sum())
+
+
 def _platt_chunk_terms(s, pos, w, params, *, n_pos, n_neg, scale):
     """:func:`_platt_terms` with Platt's targets, on scores divided by
     ``scale``."""
-    t = np.where(pos, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    t = np.where(pos, 1.0 - 1.0 / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
     return _platt_terms(params, s / scale, t, w)
 
 
 def _solve_platt(terms, n_pos, n_neg, scale, max_iter, tol):
     """Newton from the smoothed base rate; ``(a, b, n_iter, converged)``."""
-    params = np.array([0.0, np.log((n_pos + 1.0) / (n_neg + 1.0))])
+    b0 = np.log((n_pos + 1.0) / (n_neg + 1.0)) if n_pos + n_neg < np.inf else 0.0
+    params = np.array([0.0, b0 if np.isfinite(b0) else 0.0])
     params, n_iter, converged, _ = damped_newton(
         terms, params, max_iter=max_iter, tol=tol
     )
@@ -122,10 +140,26 @@ class PlattCalibrator(_BinaryMapCalibrator):
 
         t_+ = \\frac{N_+ + 1}{N_+ + 2}, \\qquad t_- = \\frac{1}{N_- + 2},
 
-    with ``N_+``/``N_-`` the weighted counts of positives and negatives. The
+    with ``N_+``/``N_-`` the (weighted) counts of positives and negatives. The
     smoothing is the regularisation: the targets are never 0 or 1, so the
     optimum is finite even when the scores separate the classes perfectly.
     The convex problem is solved by Newton's method with a line search.
+
+    **Sample weights** are frequency weights, as in Platt's paper and in
+    :class:`sklearn.calibration.CalibratedClassifierCV`: the cross-entropy
+    is weighted by ``sample_weight`` and ``N_+``, ``N_-`` are the weight
+    totals of the positives and negatives. A weight of 2 is therefore
+    exactly a duplicated row and a weight of 0 a dropped one, but the
+    result depends on the scale of the weights, by design: ``N_+`` is the
+    amount of evidence, and the smoothing (one pseudo-sample per class)
+    weighs less against more of it. Multiplying every weight by ``c``
+    moves the targets towards 0 and 1 for ``c > 1`` (weights of 1e308:
+    ``t_+ = 1``, ``t_- = 0``, unsmoothed logistic regression) and towards
+    1/2 for ``c < 1`` (weights of 1e-300: nearly constant at the smoothed
+    base rate). For importance or class-balancing weights whose scale means
+    nothing, normalise them first (e.g. to mean 1, so that ``N_+ + N_-``
+    is the number of rows). The weights are divided by their maximum inside
+    the solver, so no scale overflows or underflows.
 
     Parameters
     ----------
@@ -196,6 +230,8 @@ class PlattCalibrator(_BinaryMapCalibrator):
         "tol": [Interval(Real, 0, None, closed="neither")],
     }
     _map_input = "log_odds"
+    #: The smoothed targets use the weight totals (see the docstring).
+    _rescale_sample_weight = False
 
     def __init__(
         self,
@@ -222,11 +258,11 @@ class PlattCalibrator(_BinaryMapCalibrator):
         )
 
     def _fit_map_chunks(self, data, view, n_pos):
-        n_neg = data.total_weight - n_pos
         (abs_max,) = data.map_scores(
             partial(_abs_max_chunk, view=view),
             combine=lambda parts: (max(p[0] for p in parts if p is not None),),
         )
+        n_neg = data.total_weight - n_pos
         kwargs = {"n_pos": n_pos, "n_neg": n_neg, "scale": max(1.0, abs_max)}
 
         def terms(params):
@@ -264,7 +300,9 @@ class PlattCalibrator(_BinaryMapCalibrator):
 
 
 # --------------------------------------------------------------- temperature
-def _temperature_terms(z, z_max, dy, beta, w, chunk_rows, n_jobs=1, coarse=False):
+def _temperature_terms(
+    z, z_max, dy, beta, w, chunk_rows, n_jobs=1, coarse=False, inv_scale=1.0
+):
     """NLL, gradient and second derivative in ``beta = 1 / T``.
 
     ``d = z - z_max`` are the logits shifted so that each row's maximum is 0
@@ -277,6 +315,9 @@ def _temperature_terms(z, z_max, dy, beta, w, chunk_rows, n_jobs=1, coarse=False
     result does not depend on ``n_jobs``. ``coarse=True`` computes the
     per-row terms in float32 (``exp`` is the cost, and about twice as fast
     in float32): approximate derivatives that only steer a first step.
+    ``inv_scale`` (a power of two, so exact) multiplies ``d`` as it is
+    formed; ``dy`` is passed already multiplied. Squares of gaps of 1e200
+    then do not overflow, nor those of 1e-200 underflow.
     """
     dtype = np.float32 if coarse else np.float64
 
@@ -285,6 +326,8 @@ def _temperature_terms(z, z_max, dy, beta, w, chunk_rows, n_jobs=1, coarse=False
         dc = np.subtract(
             z[start:stop], z_max[start:stop, None], dtype=dtype, casting="unsafe"
         )
+        if inv_scale != 1.0:
+            dc *= dtype(inv_scale)
         e = np.multiply(dc, dtype(beta))
         np.exp(e, out=e)
         s0 = np.einsum("ij->i", e).astype(np.float64)
@@ -375,6 +418,39 @@ def _newton_temperature(
     return u, n_iter, status
 
 
+#: ``T`` is searched in ``[lower, UPPER_FACTOR * max_gap]``: above it the
+#: likelihood is flat to about ``1 / UPPER_FACTOR`` (see :func:`temperature_bounds`).
+UPPER_FACTOR = 1e12
+
+
+def temperature_bounds(max_gap, max_weighted_gap, total_weight, n_classes):
+    """Bracket ``(lower, upper)`` of the maximum-likelihood temperature.
+
+    Both follow the scale of the scores, so logits multiplied by ``c`` give
+    a bracket multiplied by ``c`` (and ``T`` multiplied by ``c``). With
+    ``d_i = z_{i, y_i} - max_j z_ij <= 0``: each row's NLL is at least
+    ``-d_i / T`` and the NLL at ``T -> inf`` is ``W log K``, so the optimum
+    satisfies ``T* >= max_i w_i |d_i| / (W log K)``; half of that is
+    ``lower``, which is therefore never the answer. ``upper`` is
+    :data:`UPPER_FACTOR` times ``max_i |d_i|``: beyond it every row's NLL is
+    within ``1 / UPPER_FACTOR`` (relative) of that of uniform
+    probabilities, i.e. the scores carry no usable information.
+
+    Parameters
+    ----------
+    max_gap : float
+        ``max_i |d_i|`` over the rows of positive weight (> 0).
+    max_weighted_gap : float
+        ``max_i w_i |d_i|`` (weights as passed to the fit).
+    total_weight : float
+        ``W = sum_i w_i``.
+    n_classes : int
+        ``K``.
+    """
+    lower = 0.5 * max_weighted_gap / (total_weight * np.log(max(n_classes, 2)))
+    return float(lower), float(UPPER_FACTOR * max_gap)
+
+
 def fit_temperature(
     logits,
     y,
@@ -382,7 +458,7 @@ def fit_temperature(
     *,
     max_iter=100,
     tol=1e-8,
-    bounds=(1e-4, 1e4),
+    bounds=None,
     n_jobs=1,
 ):
     """Maximum-likelihood temperature by safeguarded Newton on ``log(1/T)``.
@@ -398,6 +474,13 @@ def fit_temperature(
     left in ``log T`` is then about ``tol`` or less, and the pass over the
     data that would only confirm it is saved.
 
+    The bracket follows the scale of the scores (:func:`temperature_bounds`)
+    and the start is the weighted mean gap ``-d_i`` of the rows whose true
+    class is not on top, so multiplying the logits by ``c`` multiplies ``T``
+    by ``c`` (up to ``tol``). Weights are divided by their maximum first:
+    the result does not depend on their scale (weights of 1e308 do not
+    overflow, 5e-324 does not underflow).
+
     On more than 200 000 rows, a first Newton run on every 16th row gives the
     starting point, and the first pass over all rows computes its Newton
     step in float32 (twice as fast; it is only a step, the bracket and the
@@ -410,6 +493,12 @@ def fit_temperature(
         Logits or log-probabilities (any per-row constant); not copied.
     y : ndarray of shape (n,)
         Encoded labels.
+    sample_weight : ndarray of shape (n,) or None
+    max_iter : int
+    tol : float
+    bounds : tuple of two floats or None
+        Search range of ``T``; ``None``: :func:`temperature_bounds`.
+    n_jobs : int
 
     Returns
     -------
@@ -420,6 +509,9 @@ def fit_temperature(
     """
     z = logits
     n = z.shape[0]
+    if sample_weight is not None:
+        top = float(sample_weight.max(initial=0.0))
+        sample_weight = sample_weight / top if top > 0 else sample_weight
     z_max = z.max(axis=1).astype(np.float64)
     dy = z[np.arange(n), y] - z_max
     active = dy if sample_weight is None else dy[sample_weight > 0]
@@ -429,7 +521,30 @@ def fit_temperature(
             return 1.0, 0, "converged"
         # Every sample's true class has the top score: the NLL decreases in
         # beta without bound, the infimum is at T -> 0.
+        if bounds is None:
+            bounds = _separated_bounds(z_max - z.min(axis=1), sample_weight)
         return float(bounds[0]), 0, "lower_bound"
+    gap = -dy
+    w_gap = gap if sample_weight is None else gap * sample_weight
+    total_all = float(n if sample_weight is None else sample_weight.sum())
+    if bounds is None:
+        bounds = temperature_bounds(
+            float(active.min() * -1.0), float(w_gap.max()), total_all, z.shape[1]
+        )
+    # Solve in units of the largest gap (a power of two: exact), so that the
+    # squared gaps in the derivatives neither overflow nor underflow.
+    scale = _gap_scale(float(-active.min()))
+    bounds = (bounds[0] / scale, bounds[1] / scale)
+    dy = dy / scale
+    coarse_ok = n > 200_000 and 2.0**-60 <= scale <= 2.0**60
+    wrong = gap > 0
+    # Start: the weighted mean gap of the rows whose true class is not on top.
+    if sample_weight is None:
+        t0 = float(gap[wrong].mean())
+    else:
+        ww = sample_weight[wrong]
+        t0 = float(gap[wrong] @ ww / ww.sum()) if ww.sum() > 0 else float(gap.max())
+    t0 = min(max(t0 / scale, bounds[0]), bounds[1])
     chunk_rows = max(1, 2**16 // max(1, z.shape[1]))
 
     def terms_of(rows):
@@ -438,23 +553,52 @@ def fit_temperature(
 
         def terms(beta, coarse):
             return _temperature_terms(
-                zr, z_max_r, dy_r, beta, w_r, chunk_rows, n_jobs, coarse=coarse
+                zr,
+                z_max_r,
+                dy_r,
+                beta,
+                w_r,
+                chunk_rows,
+                n_jobs,
+                coarse=coarse,
+                inv_scale=1.0 / scale,
             )
 
         return terms, float(zr.shape[0] if w_r is None else w_r.sum())
 
-    u = 0.0
+    u = -np.log(t0)
     if n > 200_000:
         terms, total = terms_of(slice(None, None, 16))
         if total > 0:
-            u, _, status = _newton_temperature(terms, u, total, max_iter, 1e-3, bounds)
-            if status != "converged":
-                u = 0.0
+            u_sub, _, status = _newton_temperature(
+                terms, u, total, max_iter, 1e-3, bounds
+            )
+            if status == "converged":
+                u = u_sub
     terms, total = terms_of(slice(None))
     u, n_iter, status = _newton_temperature(
-        terms, u, total, max_iter, tol, bounds, coarse_first=n > 200_000
+        terms, u, total, max_iter, tol, bounds, coarse_first=coarse_ok
     )
-    return float(np.exp(-u)), n_iter, status
+    return float(np.exp(-u)) * scale, n_iter, status
+
+
+def _gap_scale(max_gap):
+    """The power of two nearest ``max_gap`` (> 0): the unit of the solver."""
+    return float(2.0 ** np.round(np.log2(max_gap)))
+
+
+#: When every sample is right, ``T`` is reported at this fraction of the
+#: largest score range of a row (the likelihood increases up to ``T -> 0``).
+SEPARATED_FRACTION = 1e-4
+
+
+def _separated_bounds(ranges, sample_weight):
+    """Bounds when every true class is on top: ``T`` stops at
+    :data:`SEPARATED_FRACTION` times the largest row range (scale-free)."""
+    if sample_weight is not None:
+        ranges = ranges[sample_weight > 0]
+    scale = float(ranges.max())
+    return SEPARATED_FRACTION * scale, UPPER_FACTOR * scale
 
 
 def _first_chunk_temperature(scores, y, w):
@@ -465,14 +609,33 @@ def _first_chunk_temperature(scores, y, w):
     return -np.log(temperature) if status == "converged" else None
 
 
-def _temperature_chunk_terms(scores, y, w, *, beta, coarse):
-    """:func:`_temperature_terms` of one chunk of scores."""
+def _temperature_chunk_scale(scores, y, w):
+    """``(max |d|, max w |d|, max row range)`` of one chunk (rows of
+    positive weight), for :func:`temperature_bounds`."""
     z = scores.logits
     z_max = z.max(axis=1).astype(np.float64)
-    dy = z[np.arange(z.shape[0]), y] - z_max
+    gap = z_max - z[np.arange(z.shape[0]), y]
+    ranges = z_max - z.min(axis=1)
+    if w is not None:
+        keep = w > 0
+        w_gap = gap[keep] * w[keep]
+        gap, ranges = gap[keep], ranges[keep]
+    else:
+        w_gap = gap
+    return tuple(float(v.max(initial=0.0)) for v in (gap, w_gap, ranges))
+
+
+def _temperature_chunk_terms(scores, y, w, *, beta, coarse, scale=1.0):
+    """:func:`_temperature_terms` of one chunk of scores, gaps in units of
+    ``scale``."""
+    z = scores.logits
+    z_max = z.max(axis=1).astype(np.float64)
+    dy = (z[np.arange(z.shape[0]), y] - z_max) / scale
     chunk_rows = max(1, 2**16 // max(1, z.shape[1]))
     return tuple(
-        _temperature_terms(z, z_max, dy, beta, w, chunk_rows, 1, coarse=coarse)
+        _temperature_terms(
+            z, z_max, dy, beta, w, chunk_rows, 1, coarse=coarse, inv_scale=1 / scale
+        )
     )
 
 
@@ -494,10 +657,17 @@ class TemperatureCalibrator(BaseCalibrator):
     ``log(1/T)`` with exact derivatives in float64, safeguarded by a bracket
     (bisection when a Newton step leaves it), until a step in ``log T`` is
     below ``tol``. On large data a first run on every 16th row gives the
-    starting point, so the scores are read about three times in all. ``T``
-    is kept in ``[1e-4, 1e4]``: when every calibration sample is predicted
-    correctly the likelihood increases without bound as
-    ``T -> 0``, and ``T`` stops at ``1e-4`` with a warning.
+    starting point, so the scores are read about three times in all.
+
+    The search range follows the scale of the scores, so logits multiplied
+    by ``c`` give ``c`` times the temperature (and the same NLL), for any
+    ``c``. Its lower end is provably below the optimum (half of
+    ``max_i w_i g_i / (W log K)``, with ``g_i`` the gap between the top
+    score and the true class's score); its upper end is ``1e12 max_i g_i``,
+    beyond which the scores carry no information (a warning says so). When
+    every calibration sample's true class has the top score, the
+    likelihood increases without bound as ``T -> 0``: ``T`` stops at
+    ``1e-4`` times the largest score range of a row, with a warning.
 
     Parameters
     ----------
@@ -594,28 +764,51 @@ class TemperatureCalibrator(BaseCalibrator):
         )
 
     def _fit_chunks(self, data):
-        # Same Newton iteration, each pass a sum over the chunks. A problem
-        # whose NLL does not depend on T (constant rows) stops at T = 1; one
-        # where every sample is right with a margin runs to the lower bound.
+        # Same Newton iteration, each pass a sum over the chunks, in units of
+        # the largest gap as in fit. A problem whose NLL does not depend on
+        # T (constant rows) stops at T = 1; one where every sample is right
+        # with a margin runs to the lower bound.
+        max_gap, max_weighted_gap, max_range = data.map_scores(
+            _temperature_chunk_scale,
+            combine=lambda parts: tuple(
+                max(p[i] for p in parts if p is not None) for i in range(3)
+            ),
+        )
+        if max_gap == 0:
+            if max_range == 0:  # constant rows: the NLL does not depend on T
+                self._set_temperature(1.0, 0, "converged")
+            else:  # every sample right: the infimum is at T -> 0
+                self._set_temperature(SEPARATED_FRACTION * max_range, 0, "lower_bound")
+            return
+        scale = _gap_scale(max_gap)
+        lo, hi = temperature_bounds(
+            max_gap, max_weighted_gap, data.total_weight, data.classes.size
+        )
+        bounds = (lo / scale, hi / scale)
+
         def terms(beta, coarse):
             return data.map_scores(
-                partial(_temperature_chunk_terms, beta=beta, coarse=coarse)
+                partial(_temperature_chunk_terms, beta=beta, coarse=coarse, scale=scale)
             )
 
         # Start from the temperature of the first chunk (read once more, on
         # its own): the passes over all chunks then begin near the optimum,
         # the first of them in float32, as in fit.
         start = data.first_scores(_first_chunk_temperature)
+        if start is not None:
+            start = min(
+                max(start + np.log(scale), -np.log(bounds[1])), -np.log(bounds[0])
+            )
         u, n_iter, status = _newton_temperature(
             terms,
-            0.0 if start is None else start,
+            -np.log(min(max(1.0, bounds[0]), bounds[1])) if start is None else start,
             data.total_weight,
             self.max_iter,
             self.tol,
-            (1e-4, 1e4),
-            coarse_first=start is not None,
+            bounds,
+            coarse_first=start is not None and 2.0**-60 <= scale <= 2.0**60,
         )
-        self._set_temperature(float(np.exp(-u)), n_iter, status)
+        self._set_temperature(float(np.exp(-u)) * scale, n_iter, status)
 
     def _set_temperature(self, temperature, n_iter, status):
         if status == "max_iter":
@@ -632,7 +825,9 @@ class TemperatureCalibrator(BaseCalibrator):
                 + (
                     "every calibration sample is predicted correctly with a margin."
                     if status == "lower_bound"
-                    else "the scores carry no information about the labels."
+                    else f"{UPPER_FACTOR:g} times the largest gap between the true "
+                    "class's score and the top score; the scores carry no "
+                    "information about the labels."
                 ),
                 UserWarning,
                 stacklevel=4,
@@ -641,5 +836,7 @@ class TemperatureCalibrator(BaseCalibrator):
         self.n_iter_ = n_iter
 
     def _predict_proba(self, scores):
-        log_proba = scores.log_proba
-        return softmax(log_proba / log_proba.dtype.type(self.temperature_))
+        # The scores as fitted (logits as given, log p for probabilities):
+        # log-softmax would round away the information of tiny logits.
+        logits = scores.logits
+        return softmax(logits / logits.dtype.type(self.temperature_))

@@ -302,6 +302,9 @@ class VennAbersCalibrator(_BinaryMapCalibrator):
     array([0.5  , 0.667])
     """
 
+    #: Weights are integer repetition counts here: never rescaled.
+    _rescale_sample_weight = False
+
     _parameter_constraints: dict = {
         **_BinaryMapCalibrator._parameter_constraints,
         "cv": [Interval(Integral, 2, None, closed="left"), None],
