@@ -2,6 +2,7 @@
 
 import time
 import warnings
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
@@ -14,6 +15,12 @@ from sklearn.utils.parallel import Parallel, delayed
 from skcalib._base import BaseCalibrator
 from skcalib.calibration._beta import BetaCalibrator
 from skcalib.calibration._binning import HistogramBinningCalibrator
+from skcalib.calibration._cross_fit import (
+    collect_warnings,
+    recording_warnings,
+    reemit_warnings,
+    user_stacklevel,
+)
 from skcalib.calibration._dirichlet import DirichletCalibrator, VectorScalingCalibrator
 from skcalib.calibration._isotonic import IsotonicCalibrator
 from skcalib.calibration._scaling import PlattCalibrator, TemperatureCalibrator
@@ -178,6 +185,18 @@ def _fit_and_score(
     if not np.isfinite(score):
         return np.nan, fit_time, f"non-finite score {score}"
     return score, fit_time, ""
+
+
+def _candidate_counts(groups, n_splits):
+    """``"candidate 'platt', in 5 of 5 splits"`` or, for a warning several
+    candidates raised, ``"candidates 'platt' (5 of 5 splits), 'beta' (2 of 5
+    splits)"``."""
+    if len(groups) == 1:
+        ((name, k),) = groups.items()
+        return f"candidate {name!r}, in {k} of {n_splits} splits"
+    return "candidates " + ", ".join(
+        f"{name!r} ({k} of {n_splits} splits)" for name, k in groups.items()
+    )
 
 
 def _paired_gains(split_scores, ref, splits, k):
@@ -370,6 +389,11 @@ class AutoCalibrator(BaseCalibrator):
     'identity'
     """
 
+    #: The candidates get the weights as given: each applies its own rule
+    #: (Platt's smoothed targets depend on the total weight, see
+    #: PlattCalibrator), so that a candidate scores as it fits on its own.
+    _rescale_sample_weight = False
+
     _parameter_constraints: dict = {
         **BaseCalibrator._parameter_constraints,
         "candidates": [list, None],
@@ -456,18 +480,34 @@ class AutoCalibrator(BaseCalibrator):
         scorer = (
             get_scorer(self.scoring) if isinstance(self.scoring, str) else self.scoring
         )
-        out = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_and_score)(
-                cal, raw, y, sample_weight, train, test, n_classes, kind, scorer
+        # The warnings of the inner fits are recorded where they run and said
+        # once each below, with the candidates and splits that raised them.
+        recorded = Parallel(n_jobs=self.n_jobs)(
+            delayed(recording_warnings)(
+                _fit_and_score,
+                cal,
+                raw,
+                y,
+                sample_weight,
+                train,
+                test,
+                n_classes,
+                kind,
+                scorer,
             )
             for cal in cals
             for train, test in splits
         )
+        out = [r[0] for r in recorded]
+        tasks = [(names[i // n_splits], r[1]) for i, r in enumerate(recorded)]
         shape = (len(cals), n_splits)
         split_scores = np.array([o[0] for o in out], dtype=np.float64).reshape(shape)
         fit_times = np.array([o[1] for o in out], dtype=np.float64).reshape(shape)
         errors = np.array([o[2] for o in out], dtype=object).reshape(shape)
 
+        reemit_warnings(
+            collect_warnings(tasks), partial(_candidate_counts, n_splits=n_splits)
+        )
         for c, name in enumerate(names):
             failed = np.flatnonzero(errors[c] != "")
             if failed.size:
@@ -478,7 +518,7 @@ class AutoCalibrator(BaseCalibrator):
                     + (note if c == ref else "")
                     + f". First error (split {failed[0]}): {errors[c, failed[0]]}",
                     FitFailedWarning,
-                    stacklevel=4,
+                    stacklevel=user_stacklevel(),
                 )
         stats = _paired_gains(split_scores, ref, splits, self.n_std_errors)
         if stats["n_used"] < 2:
@@ -487,7 +527,7 @@ class AutoCalibrator(BaseCalibrator):
                 f"of {n_splits} splits only; the noise cannot be estimated and the "
                 "identity is kept.",
                 UserWarning,
-                stacklevel=4,
+                stacklevel=user_stacklevel(),
             )
         beats, mean_score = stats["beats"], stats["mean_score"]
         best = ref
@@ -517,8 +557,18 @@ class AutoCalibrator(BaseCalibrator):
         self.best_score_ = float(mean_score[best])
         self.n_splits_ = n_splits
         self.scorer_ = scorer
-        self.best_calibrator_ = fit_on_scores(
-            cals[best], raw, self.classes_[y], sample_weight, self.classes_, kind
+        self.best_calibrator_, caught = recording_warnings(
+            fit_on_scores,
+            cals[best],
+            raw,
+            self.classes_[y],
+            sample_weight,
+            self.classes_,
+            kind,
+        )
+        reemit_warnings(
+            collect_warnings([(names[best], caught)]),
+            lambda g: f"refitting the chosen candidate {names[best]!r} on all samples",
         )
 
     def _predict_proba(self, scores):

@@ -6,17 +6,22 @@ calibrator for any number of classes, once for all of them:
 
 * two classes: one map on the positive class;
 * ``multi_class="ovr"``: one map per class on that class's score against
-  "this class or not", then each row is divided by its sum (a row whose maps
-  all give 0 would become uniform; the maps' outputs are floored at
-  :data:`OUTPUT_EPS`, so this does not happen in practice);
+  "this class or not", then each row is divided by its sum. Every map's
+  output is kept in ``[OUTPUT_EPS, 1 - OUTPUT_EPS]``, so a row sums to at
+  least ``n_classes * OUTPUT_EPS > 0`` and the division is always defined: a
+  row whose maps all give the floor becomes uniform because its entries are
+  equal, not by a fallback;
 * ``multi_class="top_label"`` (Gupta & Ramdas 2022): one map per class ``k``,
   fitted on the samples whose predicted class is ``k``, on the confidence
   (top probability) against "the prediction is correct". At predict time the
   top class gets the calibrated confidence ``c`` and the other classes share
-  ``1 - c`` in proportion to their uncalibrated probabilities (evenly when
-  those are all 0). A class never predicted on the calibration data keeps its
-  confidence unchanged. The predicted class of a row can change only when
-  ``c`` falls below another class's rescaled probability.
+  ``1 - c`` in proportion to their uncalibrated probabilities, computed from
+  the log-probabilities (so shares of probabilities below the float range,
+  as with logits of +-1e4, are still in proportion), evenly only when those
+  probabilities are all exactly 0. A class never predicted on the
+  calibration data keeps its confidence unchanged. The predicted class of a
+  row can change only when ``c`` falls below another class's rescaled
+  probability.
 """
 
 from abc import abstractmethod
@@ -33,6 +38,31 @@ __all__ = []
 #: Calibrated probabilities of one-score maps are kept in
 #: ``[OUTPUT_EPS, 1 - OUTPUT_EPS]`` so that log-loss stays finite.
 OUTPUT_EPS = 1e-12
+
+
+def share_rest(log_proba, top, calibrated):
+    """Top-label probabilities: ``calibrated`` for the class ``top`` of each
+    row, ``1 - calibrated`` shared by the other classes in proportion to
+    ``exp(log_proba)``.
+
+    The shares are a softmax of the other classes' log-probabilities, so
+    they stay in proportion when those probabilities underflow in float64
+    (logits of +-1e4); they are even only when every other probability is
+    exactly 0 (``log_proba`` of ``-inf``).
+    """
+    n, n_classes = log_proba.shape
+    rows = np.arange(n)
+    rest = np.array(log_proba, dtype=np.float64)
+    rest[rows, top] = -np.inf
+    peak = rest.max(axis=1)
+    none = ~np.isfinite(peak)  # every other probability is exactly 0
+    rest -= np.where(none, 0.0, peak)[:, None]
+    share = np.exp(rest)
+    share[none] = 1.0
+    share[rows, top] = 0.0
+    share *= ((1.0 - calibrated) / share.sum(axis=1))[:, None]
+    share[rows, top] = calibrated
+    return share
 
 
 def _map_view(scores, y, *, k, map_input):
@@ -182,13 +212,11 @@ class _BinaryMapCalibrator(BaseCalibrator):
             proba = np.empty((n, n_classes), dtype=np.float64)
             for k, fitted in enumerate(self.calibrators_):
                 proba[:, k] = self._apply(fitted, scores[:, k])
-            row_sum = proba.sum(axis=1, keepdims=True)
-            zero = row_sum[:, 0] <= 0
-            proba /= np.where(row_sum > 0, row_sum, 1.0)
-            proba[zero] = 1.0 / n_classes
+            # Every entry is >= OUTPUT_EPS (see the module docstring): the
+            # row sums are positive.
+            proba /= proba.sum(axis=1, keepdims=True)
             return proba.astype(dtype, copy=False)
         # top-label
-        proba = np.exp(log_proba, dtype=np.float64)
         rows = np.arange(n)
         top = np.argmax(log_proba, axis=1)
         conf = scores[rows, top]
@@ -197,16 +225,7 @@ class _BinaryMapCalibrator(BaseCalibrator):
             mask = top == k
             if fitted is not None and mask.any():
                 calibrated[mask] = self._apply(fitted, conf[mask])
-        proba[rows, top] = 0.0
-        rest = proba.sum(axis=1)
-        scale = np.where(
-            rest > 0, (1.0 - calibrated) / np.where(rest > 0, rest, 1.0), 0.0
-        )
-        proba *= scale[:, None]
-        even = rest <= 0
-        if even.any():
-            proba[even] = ((1.0 - calibrated[even]) / (n_classes - 1))[:, None]
-        proba[rows, top] = calibrated
+        proba = share_rest(log_proba, top, calibrated)
         return proba.astype(dtype, copy=False)
 
     @abstractmethod

@@ -1,13 +1,18 @@
 """Histogram binning."""
 
 from functools import partial
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from skcalib.calibration._binary import OUTPUT_EPS, _BinaryMapCalibrator
-from skcalib.metrics._binning import bin_edges, binned_sums, lookup_bins
+from skcalib.metrics._binning import (
+    N_BINS_CONSTRAINT,
+    bin_edges,
+    binned_sums,
+    lookup_bins,
+)
 
 __all__ = ["HistogramBinningCalibrator"]
 
@@ -108,7 +113,7 @@ class HistogramBinningCalibrator(_BinaryMapCalibrator):
 
     _parameter_constraints: dict = {
         **_BinaryMapCalibrator._parameter_constraints,
-        "n_bins": [Interval(Integral, 1, None, closed="left")],
+        "n_bins": [N_BINS_CONSTRAINT],
         "strategy": [StrOptions({"uniform", "quantile"})],
         "smoothing": [Interval(Real, 0, None, closed="left")],
     }

@@ -1,7 +1,12 @@
 """Cross-fitting helpers of :class:`~skcalib.CalibratedClassifier`: one
 (classifier, calibrator) pair, the scores of a fitted classifier in the
-calibrator's column layout, and the check that the splits partition the
-samples."""
+calibrator's column layout, the check that the splits partition the
+samples, and the warnings of the inner fits, said once per fit."""
+
+import os
+import re
+import sys
+import warnings
 
 import numpy as np
 from sklearn.base import clone
@@ -11,6 +16,105 @@ from sklearn.utils.validation import _check_method_params
 from skcalib._scores import log_softmax
 
 __all__ = []  # private module
+
+
+# ------------------------------------------------------------ inner warnings
+def recording_warnings(func, *args, **kwargs):
+    """``(func(*args, **kwargs), warnings)``: the warnings it raised, recorded.
+
+    Each warning is ``(category, message, filename, lineno)``. Inside the
+    call every warning is recorded ("always"), whatever the filters, so that
+    :func:`reemit_warnings` can count them; the filters of the caller apply
+    when they are said again. The filters are changed only inside this call
+    (``warnings.catch_warnings``), in the process or thread that runs it.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = func(*args, **kwargs)
+    return result, [(w.category, str(w.message), w.filename, w.lineno) for w in caught]
+
+
+#: Numbers in warning messages: two messages that differ only in them are
+#: the same warning (a fold's temperature, a sample count).
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def collect_warnings(tasks):
+    """Distinct warnings of several inner fits and where each occurred.
+
+    ``tasks`` holds ``(group, warnings)`` pairs, one per inner fit, with the
+    warnings of :func:`recording_warnings`. Two warnings are the same when
+    they have the same category and the same message up to its numbers.
+    Returns a dict ordered by first occurrence: ``key -> (category, first
+    message, filename, lineno, {group: number of fits of the group that
+    raised it}, whether the messages differ in their numbers)``.
+    """
+    found = {}
+    for group, caught in tasks:
+        here = {}
+        for category, message, filename, lineno in caught:
+            key = (category, _NUMBER.sub("#", message))
+            if key in here:
+                continue
+            here[key] = True
+            if key not in found:
+                found[key] = [category, message, filename, lineno, {}, False]
+            entry = found[key]
+            entry[4][group] = entry[4].get(group, 0) + 1
+            entry[5] |= message != entry[1]
+    return {k: tuple(v) for k, v in found.items()}
+
+
+def user_stacklevel():
+    """``stacklevel`` for the caller of this function to point at the first
+    frame outside skcalib, scikit-learn and joblib: the user's call."""
+    import joblib
+    import sklearn
+
+    import skcalib
+
+    inside = tuple(
+        os.path.dirname(m.__file__) + os.sep for m in (skcalib, sklearn, joblib)
+    )
+    frame = sys._getframe(1)  # our caller, which calls warnings.warn
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(inside):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def reemit_warnings(found, describe):
+    """Say each warning of :func:`collect_warnings` once.
+
+    The message (of the first occurrence) gets ``" (" + describe(groups) +
+    ")"`` before its final full stop, and points at the user's call.
+    Deprecation warnings keep their own location (they are about the code
+    that raised them, and the default filters show them only when that code
+    is the user's).
+    """
+    stacklevel = user_stacklevel()
+    for category, message, filename, lineno, groups, differ in found.values():
+        where = describe(groups)
+        if differ:
+            where += "; the numbers are those of the first"
+        stop = "." if message.endswith(".") else ""
+        text = f"{message.removesuffix('.')} ({where}){stop}"
+        if issubclass(category, DeprecationWarning | PendingDeprecationWarning):
+            warnings.warn_explicit(text, category, filename, lineno)
+        else:
+            warnings.warn(text, category, stacklevel=stacklevel)
+
+
+def fold_counts(groups, n_folds, fold="fold"):
+    """``"in 3 of 5 folds"`` for ``groups[fold] == 3``; other groups (fits
+    made once) are named by their key: ``"in 3 of 5 folds and the fit on
+    all samples"``."""
+    parts = []
+    if fold in groups:
+        parts.append(f"in {groups[fold]} of {n_folds} {fold}s")
+    parts += [g for g in groups if g != fold]
+    return " and ".join(parts)
 
 
 # ---------------------------------------------------------------- one pair

@@ -44,6 +44,11 @@ from skcalib.calibration._cross_fit import (
     _laplace_fill,
     _out_of_fold,
     _two_columns,
+    collect_warnings,
+    fold_counts,
+    recording_warnings,
+    reemit_warnings,
+    user_stacklevel,
 )
 from skcalib.calibration._scaling import TemperatureCalibrator
 
@@ -281,7 +286,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                     f"{type(estimator).__name__}.fit does not accept sample_weight: "
                     "the weights are used by the calibrators only.",
                     UserWarning,
-                    stacklevel=3,
+                    stacklevel=user_stacklevel(),
                 )
         return fit_kwargs, {}
 
@@ -341,9 +346,12 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         cv = check_cv(self.cv, y, classifier=True)
         splits = _check_splits(cv.split(X, y, **split_kwargs), n_samples)
         parallel = Parallel(n_jobs=self.n_jobs)
+        # The warnings of the inner fits are recorded where they run and said
+        # once each below, with the number of folds that raised them.
         if self.ensemble:
-            pairs = parallel(
-                delayed(_fit_pair)(
+            results = parallel(
+                delayed(recording_warnings)(
+                    _fit_pair,
                     estimator,
                     calibrator,
                     X,
@@ -355,6 +363,9 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 )
                 for split in enumerate(splits)
             )
+            pairs = [r[0] for r in results]
+            found = collect_warnings(("fold", r[1]) for r in results)
+            reemit_warnings(found, lambda g: fold_counts(g, len(splits)))
             skipped = [p for p in pairs if isinstance(p, str)]
             pairs = [p for p in pairs if not isinstance(p, str)]
             if not pairs:
@@ -367,13 +378,14 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                     f"{len(skipped)} of {len(splits)} splits are left out of the "
                     f"ensemble: {'; '.join(skipped)}.",
                     UserWarning,
-                    stacklevel=2,
+                    stacklevel=user_stacklevel(),
                 )
         else:
             everything = np.arange(n_samples)
             *oof, final = parallel(
                 [
-                    delayed(_out_of_fold)(
+                    delayed(recording_warnings)(
+                        _out_of_fold,
                         estimator,
                         X,
                         y,
@@ -385,13 +397,31 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                     )
                     for train, test in splits
                 ]
-                + [delayed(_fit_estimator)(estimator, X, y, everything, fit_kwargs)]
+                + [
+                    delayed(recording_warnings)(
+                        _fit_estimator, estimator, X, y, everything, fit_kwargs
+                    )
+                ]
             )
-            pairs = [
-                self._pooled_pair(
-                    final, calibrator, oof, splits, y, sample_weight, method
-                )
-            ]
+            pair, pooled = recording_warnings(
+                self._pooled_pair,
+                final[0],
+                calibrator,
+                [o[0] for o in oof],
+                splits,
+                y,
+                sample_weight,
+                method,
+            )
+            found = collect_warnings(
+                [("fold", o[1]) for o in oof]
+                + [
+                    ("the classifier's fit on all samples", final[1]),
+                    ("the calibrator's fit on the out-of-fold scores", pooled),
+                ]
+            )
+            reemit_warnings(found, lambda g: fold_counts(g, len(splits)))
+            pairs = [pair]
         self.calibrated_classifiers_ = pairs
         self.response_method_ = method
         first = pairs[0].estimator

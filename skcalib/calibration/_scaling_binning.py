@@ -1,7 +1,7 @@
 """The scaling-binning calibrator (Kumar, Liang & Ma 2019)."""
 
 import warnings
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from scipy.special import expit
@@ -10,10 +10,15 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from skcalib._base import BaseCalibrator
-from skcalib._scores import Scores, log_odds, softmax
-from skcalib.calibration._binary import OUTPUT_EPS
+from skcalib._scores import Scores, log_odds, log_softmax, softmax
+from skcalib.calibration._binary import OUTPUT_EPS, share_rest
 from skcalib.calibration._scaling import fit_platt, fit_temperature
-from skcalib.metrics._binning import assign_bins, bin_edges, bin_sums
+from skcalib.metrics._binning import (
+    N_BINS_CONSTRAINT,
+    assign_bins,
+    bin_edges,
+    bin_sums,
+)
 
 __all__ = ["ScalingBinningCalibrator"]
 
@@ -63,15 +68,19 @@ def split_weights(keys, y, sample_weight, fraction):
         ``w1 + w2 == sample_weight``.
     """
     w = np.ones(y.shape[0]) if sample_weight is None else sample_weight
+    # The shares are computed on weights divided by their maximum: the same
+    # split for any scale of the weights, and no overflow for weights 1e308.
+    top = float(w.max()) if w.size else 1.0
+    unit = w / top if top > 0 else w
     w1 = np.zeros_like(w)
     for c in np.unique(y):
         rows = np.flatnonzero(y == c)
         rows = rows[np.argsort(keys[rows], kind="stable")]
-        wc = w[rows]
+        wc = unit[rows]
         before = np.cumsum(wc) - wc
         cut = fraction * wc.sum()
         share = np.clip((cut - before) / np.where(wc > 0, wc, 1.0), 0.0, 1.0)
-        w1[rows] = wc * share
+        w1[rows] = w[rows] * share
     return w1, w - w1
 
 
@@ -178,7 +187,8 @@ class ScalingBinningCalibrator(BaseCalibrator):
         part's samples in it (the bin's midpoint if it holds no weight), in
         ``[1e-12, 1 - 1e-12]``.
     bin_counts_ : list of ndarray
-        Weight of the second part's samples in each bin.
+        Weight of the second part's samples in each bin, in units of the
+        largest weight (the number of samples without weights).
     n_features_in_ : int
         Number of columns of ``X`` seen at fit (2-D input).
 
@@ -220,7 +230,7 @@ class ScalingBinningCalibrator(BaseCalibrator):
 
     _parameter_constraints: dict = {
         **BaseCalibrator._parameter_constraints,
-        "n_bins": [Interval(Integral, 1, None, closed="left")],
+        "n_bins": [N_BINS_CONSTRAINT],
         "scaler": [StrOptions({"auto", "platt", "temperature"})],
         "split": [Interval(Real, 0, 1, closed="neither")],
         "random_state": ["random_state"],
@@ -248,6 +258,19 @@ class ScalingBinningCalibrator(BaseCalibrator):
         self.response_method = response_method
         self.multi_class = multi_class
 
+    @property
+    def _rescale_sample_weight(self):
+        # Platt's smoothed targets depend on the total weight by design (as
+        # in PlattCalibrator): the Platt scaler gets the weights as given, so
+        # that a weight of 2 is a duplicated row. The temperature scaler and
+        # the bins do not depend on the scale of the weights.
+        return self._resolved_scaler() != "platt"
+
+    def _resolved_scaler(self):
+        if self.scaler != "auto":
+            return self.scaler
+        return "temperature" if self.multi_class == "top_label" else "platt"
+
     # ------------------------------------------------------------- helpers
     def _mode(self, n_classes):
         if n_classes == 2 and self.multi_class == "ovr":
@@ -273,8 +296,8 @@ class ScalingBinningCalibrator(BaseCalibrator):
         n = log_proba.shape[0]
         top = np.argmax(log_proba, axis=1)
         if self.scaler_ == "temperature":
-            proba = softmax(log_proba / self.temperature_)
-            return proba[np.arange(n), top], top, proba
+            scaled = log_softmax(log_proba / self.temperature_)
+            return np.exp(scaled[np.arange(n), top]), top, scaled
         conf = log_odds(log_proba)[np.arange(n), top]
         return expit(self.coef_[0] * conf + self.intercept_[0]), top, None
 
@@ -328,12 +351,7 @@ class ScalingBinningCalibrator(BaseCalibrator):
 
     # ----------------------------------------------------------------- fit
     def _fit(self, scores, y, sample_weight):
-        mode = self._mode(scores.n_classes)
-        self.scaler_ = (
-            self.scaler
-            if self.scaler != "auto"
-            else ("temperature" if mode == "top_label" else "platt")
-        )
+        self.scaler_ = self._resolved_scaler()
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         w1, w2 = split_weights(_row_keys(scores, seed), y, sample_weight, self.split)
         first = np.flatnonzero(w1 > 0)
@@ -342,6 +360,12 @@ class ScalingBinningCalibrator(BaseCalibrator):
         second = np.flatnonzero(w2 > 0)
         q, _, _ = self._scaled(scores, second)
         w2 = w2[second]
+        # Bin frequencies do not depend on the scale of the weights; divided by
+        # their maximum, sums of weights 1e308 do not overflow (bin_counts_
+        # are in units of the largest weight).
+        scale = float(w2.max()) if w2.size else 1.0
+        scale = scale if scale > 0 else 1.0
+        w2 = w2 / scale
         q = q[:, None] if q.ndim == 1 else q
         self.bin_edges_, self.bin_proba_, self.bin_counts_ = [], [], []
         for k in range(q.shape[1]):
@@ -377,19 +401,8 @@ class ScalingBinningCalibrator(BaseCalibrator):
             proba /= proba.sum(axis=1, keepdims=True)  # every entry is >= 1e-12
             return proba.astype(dtype, copy=False)
         calibrated = self._binned(0, q)
-        rows = np.arange(n)
-        proba = np.exp(scores.log_proba, dtype=np.float64) if scaled is None else scaled
-        proba[rows, top] = 0.0
-        rest = proba.sum(axis=1)
-        scale = np.where(
-            rest > 0, (1.0 - calibrated) / np.where(rest > 0, rest, 1.0), 0.0
-        )
-        proba *= scale[:, None]
-        even = rest <= 0
-        if even.any():
-            proba[even] = ((1.0 - calibrated[even]) / (n_classes - 1))[:, None]
-        proba[rows, top] = calibrated
-        return proba.astype(dtype, copy=False)
+        log_proba = scores.log_proba if scaled is None else scaled
+        return share_rest(log_proba, top, calibrated).astype(dtype, copy=False)
 
 
 def _take_rows(scores, rows):

@@ -14,6 +14,15 @@ bin, which is closed on both sides, ``[0, e_1]``. This is the convention of
 interior edges with ``side="left"``). A score equal to an interior edge goes
 to the lower bin.
 
+Quantile edges are data values (the inverted empirical CDF), so a tie at an
+edge stays together in the lower bin. An edge at the smallest score ``0`` is
+kept: the first bin is then ``[0, 0]`` and holds exactly the scores equal to
+0 (``edges[0] == edges[1] == 0``, the only pair of equal edges), so a mass
+of scores at 0 is never merged with larger scores. An edge at the largest
+score with positive weight is dropped (it would open an empty top bin).
+Rows of weight 0 play no part in the edges: a weight of 0 is the same as
+dropping the row, and a weight of 2 the same as a duplicated row.
+
 Edges are compared with the scores *in the precision of the scores*: for
 float32 scores the edges are rounded to float32 first, so a float32
 probability of ``0.3`` (``= float32(3 / 10)``) sits exactly on the float32
@@ -23,8 +32,10 @@ it in the upper bin.)
 """
 
 from functools import lru_cache
+from numbers import Integral
 
 import numpy as np
+from sklearn.utils._param_validation import Interval
 
 from skcalib import _accel
 
@@ -34,6 +45,50 @@ __all__ = []  # private module: nothing public here
 #: :func:`assign_bins`); more bins use a binary search.
 _TABLE_MAX_BINS = 1 << 16
 
+#: The largest ``n_bins`` accepted: the per-bin tables of this many bins take
+#: about 80 MB each (float64), and more bins than this cannot be estimated
+#: from any data set that fits in memory.
+MAX_N_BINS = 10_000_000
+
+
+class _NBinsInterval(Interval):
+    """``Interval(Integral, 1, MAX_N_BINS)`` that also rejects ``bool``
+    (sklearn's ``Interval(Integral, ...)`` accepts ``True`` as 1)."""
+
+    def __init__(self):
+        super().__init__(Integral, 1, MAX_N_BINS, closed="both")
+
+    def is_satisfied_by(self, val):
+        if isinstance(val, bool | np.bool_):
+            return False
+        return super().is_satisfied_by(val)
+
+    def __str__(self):
+        return f"an int in the range [1, {MAX_N_BINS}] (not a bool)"
+
+
+#: The ``_parameter_constraints`` entry of every estimator with ``n_bins``.
+N_BINS_CONSTRAINT = _NBinsInterval()
+
+
+def check_n_bins(n_bins, name="n_bins"):
+    """``n_bins`` as a Python int, or a ``ValueError`` naming the bad value.
+
+    Accepts integers (Python or numpy) in ``[1, MAX_N_BINS]``; rejects
+    ``bool`` (an ``int`` to Python, not a bin count) and larger counts, which
+    would only exhaust memory.
+    """
+    if isinstance(n_bins, bool | np.bool_) or not isinstance(n_bins, Integral):
+        raise ValueError(
+            f"{name} must be an integer in [1, {MAX_N_BINS}], got {n_bins!r}."
+        )
+    n_bins = int(n_bins)
+    if not 1 <= n_bins <= MAX_N_BINS:
+        raise ValueError(
+            f"{name} must be an integer in [1, {MAX_N_BINS}], got {n_bins}."
+        )
+    return n_bins
+
 
 def _weighted_quantiles(scores, quantiles, sample_weight=None):
     """Quantiles of ``scores`` by the inverted empirical CDF.
@@ -41,18 +96,13 @@ def _weighted_quantiles(scores, quantiles, sample_weight=None):
     The quantile ``q`` is the smallest score whose cumulative (normalised)
     weight reaches ``q`` (``np.quantile(method="inverted_cdf")`` without
     weights). Edges are therefore data values, and a weight of 2 gives the
-    same edges as a duplicated row.
+    same edges as a duplicated row. The caller removes rows of weight 0.
     """
     if sample_weight is None:
         return np.quantile(scores, quantiles, method="inverted_cdf")
     order = np.argsort(scores, kind="stable")
     s = scores[order]
-    w = np.asarray(sample_weight, dtype=np.float64)[order]
-    keep = w > 0
-    if not keep.any():  # no weight at all: no edge (bin_edges drops NaN)
-        return np.full(np.shape(quantiles), np.nan)
-    s, w = s[keep], w[keep]
-    cum = np.cumsum(w)
+    cum = np.cumsum(np.asarray(sample_weight, dtype=np.float64)[order])
     cum /= cum[-1]
     idx = np.searchsorted(cum, quantiles, side="left")
     return s[np.minimum(idx, s.size - 1)].astype(np.float64)
@@ -66,37 +116,53 @@ def bin_edges(scores, n_bins, strategy="uniform", sample_weight=None):
     scores : ndarray of shape (n_samples,)
         Probabilities in ``[0, 1]`` (used only by ``strategy="quantile"``).
     n_bins : int
-        Number of bins asked for (>= 1).
+        Number of bins asked for, in ``[1, MAX_N_BINS]`` (a bool or a larger
+        count is a ``ValueError``).
     strategy : {"uniform", "quantile"}
         ``"uniform"``: equal-width bins. ``"quantile"``: equal-mass bins whose
         interior edges are quantiles of ``scores`` (weighted by
-        ``sample_weight``, inverted empirical CDF, so edges are data values);
-        edges that coincide because scores tie are merged and an edge at the
-        largest score is dropped, so fewer than ``n_bins`` bins may be
-        returned (one when every score is equal), none of them empty.
+        ``sample_weight``, inverted empirical CDF, so edges are data values
+        and a score on an edge is in the lower bin). Edges that coincide
+        because scores tie are merged, and an edge at the largest score (of
+        positive weight) is dropped, so fewer than ``n_bins`` bins may be
+        returned (one when every score is equal), none of them empty. An
+        edge at 0 is kept: the first bin is then ``[0, 0]`` (``edges[1] ==
+        0``), so the scores at exactly 0 are not merged with larger ones.
+        With fewer distinct scores than bins, every distinct score has its
+        own bin.
     sample_weight : ndarray of shape (n_samples,), default=None
-        Weights for the quantiles.
+        Weights for the quantiles; rows of weight 0 are ignored (the same as
+        dropping them).
 
     Returns
     -------
     edges : ndarray of shape (n_bins_effective + 1,), float64
-        Strictly increasing, ``edges[0] == 0`` and ``edges[-1] == 1``.
+        Increasing, ``edges[0] == 0`` and ``edges[-1] == 1``; strictly
+        increasing except for ``edges[1] == 0`` (the bin ``[0, 0]``).
     """
+    n_bins = check_n_bins(n_bins)
     if strategy == "uniform":
         return np.linspace(0.0, 1.0, n_bins + 1)
     if strategy != "quantile":
         raise ValueError(f"strategy must be 'uniform' or 'quantile', got {strategy!r}.")
     scores = np.asarray(scores).ravel()
+    if sample_weight is not None:
+        w = np.asarray(sample_weight, dtype=np.float64).ravel()
+        keep = w > 0
+        if not keep.all():
+            scores, w = scores[keep], w[keep]
+        sample_weight = w
     if scores.size == 0:
         return np.array([0.0, 1.0])
     interior = _weighted_quantiles(
         scores, np.linspace(0.0, 1.0, n_bins + 1)[1:-1], sample_weight
     )
     interior = np.clip(interior, 0.0, 1.0)
-    # 0 and 1 are already the outer edges, and an edge at the largest score
-    # would only open an empty top bin: every equal-mass bin holds data.
+    # 1 is already the top edge, and an edge at the largest score would only
+    # open an empty top bin: every equal-mass bin holds data. An edge at 0
+    # stays: it closes the bin [0, 0] of the scores at exactly 0.
     top = min(1.0, float(scores.max()))
-    interior = interior[(interior > 0.0) & (interior < top)]
+    interior = interior[interior < top]
     return np.concatenate(([0.0], np.unique(interior), [1.0]))
 
 
@@ -489,7 +555,14 @@ class QuantileEdgeSearch:
         shift, mask = self._shift(), np.uint64((1 << _DIGIT_BITS) - 1)
         out = []
         for g, (scores, weights) in enumerate(groups):
-            keys = sortable_keys(np.asarray(scores, dtype=self.dtype))
+            scores = np.asarray(scores, dtype=self.dtype)
+            if self.weighted:
+                # Rows of weight 0 play no part (the same as dropping them).
+                weights = np.asarray(weights, dtype=np.float64)
+                positive = weights > 0
+                if not positive.all():
+                    scores, weights = scores[positive], weights[positive]
+            keys = sortable_keys(scores)
             keys = keys.astype(np.uint64, copy=False)
             if self.level == 0:
                 codes = keys >> shift
@@ -636,9 +709,9 @@ class QuantileEdgeSearch:
                 out.append(np.array([0.0, 1.0]))
                 continue
             values = t["prefix"].astype(utype).view(self.dtype).astype(np.float64)
-            # The edges bin_edges keeps: above 0 and below the largest score
-            # (some score is larger), in [0, 1].
-            keep = (values > 0.0) & (values < 1.0) & (t["at_most"] < self._n[g])
+            # The edges bin_edges keeps: below the largest score (some score
+            # of positive weight is larger) and below 1; an edge at 0 stays.
+            keep = (values < 1.0) & (t["at_most"] < self._n[g])
             out.append(np.concatenate(([0.0], np.unique(values[keep]), [1.0])))
         return out
 

@@ -26,6 +26,9 @@ _REF_LINE_GID = "skcalib-reliability-diagonal"
 #: displays overlaid on the same axes share one panel.
 _HIST_AX_ATTR = "_skcalib_reliability_hist_ax"
 _REF_LINE_LABEL = "Perfectly calibrated"
+#: Drawn width of a zero-width bin (``[0, 0]``) in the confidence histogram.
+_POINT_BIN_WIDTH = 0.01
+
 _MARGIN = 0.02
 
 
@@ -447,7 +450,10 @@ class ReliabilityDisplay:
         self.ax_hist_ = None
         if show_histogram:
             self.ax_hist_ = _histogram_axes(ax)
+            # A quantile bin [0, 0] (a mass of scores at exactly 0) has no
+            # width: it is drawn, and its density computed, on a sliver.
             widths = np.diff(edges)
+            widths = np.where(widths > 0, widths, _POINT_BIN_WIDTH)
             heights = counts
             if histogram == "density":
                 total = counts.sum()

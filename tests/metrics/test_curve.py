@@ -138,7 +138,7 @@ def test_wilson_interval_values():
     assert c.lower[1] < c90.lower[1] < c90.upper[1] < c.upper[1]
     # 0 out of 4: lower bound 0, upper z^2 / (n + z^2).
     c0 = reliability_curve(
-        [0, 0, 0, 0], [0.6, 0.7, 0.8, 0.9], n_bins=1, kind="classwise"
+        [0, 0, 0, 0], [0.6, 0.7, 0.8, 0.9], n_bins=1, kind="classwise", labels=[0, 1]
     )
     assert c0.lower[0] == 0.0
     assert c0.upper[0] == pytest.approx(1.959964**2 / (4 + 1.959964**2), rel=1e-6)
