@@ -484,11 +484,14 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
 
 
 def _checked_weights(sample_weight, y_enc, *, rescale=True):
-    """Validated float64 weights, divided by their maximum if ``rescale``.
+    """Validated float64 weights, divided by a power of two near their
+    maximum if ``rescale`` (an exact division: the largest weight becomes a
+    value in ``(0.5, 1]``).
 
     Every result of a rescaling calibrator is then the same for weights
-    ``w`` and ``c * w`` (up to the rounding of one division), from
-    ``c = 5e-324`` to weights of ``1e308``, whose sums would overflow.
+    ``w`` and ``c * w`` (bit for bit when ``c`` is a power of two, up to
+    rounding otherwise), from ``c = 5e-324`` to weights of ``1e308``, whose
+    sums would overflow.
     """
     sample_weight = _check_sample_weight(
         sample_weight, y_enc, dtype=np.float64, ensure_non_negative=True
@@ -496,7 +499,9 @@ def _checked_weights(sample_weight, y_enc, *, rescale=True):
     top = sample_weight.max()
     if not top > 0:
         raise ValueError("All sample weights are zero; there is nothing to fit.")
-    return sample_weight / top if rescale else sample_weight
+    if not rescale:
+        return sample_weight
+    return np.ldexp(sample_weight, -int(np.frexp(top)[1]))
 
 
 def _all_finite(y):

@@ -151,8 +151,13 @@ class ChunkedData:
         self.n_columns = cols.pop()
         labels = np.unique(np.concatenate([p["labels"] for p in parts]))
         self.classes = labels
-        scale = max(p["max_weight"] for p in parts) if rescale_weights else 1.0
-        self.weight_scale = scale if scale > 0 else 1.0
+        scale = max(p["max_weight"] for p in parts)
+        # a power of two, as in BaseCalibrator.fit: the division is exact
+        self.weight_scale = (
+            float(np.ldexp(1.0, int(np.frexp(scale)[1])))
+            if rescale_weights and scale > 0
+            else 1.0
+        )
         weight = np.zeros(labels.size)
         for p in parts:
             share = p["max_weight"] / self.weight_scale

@@ -19,7 +19,7 @@ from skcalib import (
 from skcalib.calibration import AutoCalibrator
 from skcalib.metrics import classwise_calibration_error, expected_calibration_error
 from skcalib.metrics._binning import (
-    MAX_N_BINS,
+    MIN_BIN_CAP,
     QuantileEdgeSearch,
     assign_bins,
     bin_edges,
@@ -189,10 +189,12 @@ def test_n_bins_bool_and_huge_are_errors(cls, n_bins):
 
 
 def test_bin_edges_names_the_bound():
-    with pytest.raises(
-        ValueError, match=f"n_bins must be an integer in \\[1, {MAX_N_BINS}\\]"
-    ):
+    with pytest.raises(ValueError, match=f"at most max\\({MIN_BIN_CAP}\\) = "):
         bin_edges(None, 10**12)
+    scores = np.linspace(0, 1, 100_000)
+    with pytest.raises(ValueError, match="n_samples=100000"):
+        bin_edges(scores, 100_001, "quantile")
+    assert bin_edges(None, MIN_BIN_CAP).size == MIN_BIN_CAP + 1
     with pytest.raises(ValueError, match="got True"):
         bin_edges(None, True)
     assert bin_edges(None, np.int64(2)).tolist() == [0.0, 0.5, 1.0]

@@ -11,6 +11,10 @@ Every metric has the signature of :mod:`sklearn.metrics`:
 ``metric(y_true, y_proba, *, ..., sample_weight=None, labels=None)``, with
 ``y_true`` class labels and ``y_proba`` 1-D (binary, probability of the
 positive class) or 2-D (one column per class), and returns a Python float.
+The columns are the classes in the order of ``labels``; without ``labels``
+they are the sorted labels of ``y_true`` when those name every column, and a
+``ValueError`` asks for ``labels=`` otherwise (the columns are never guessed).
+The scorers pass ``labels=estimator.classes_`` (:func:`make_proba_scorer`).
 Binned metrics use right-closed bins ``(lo, hi]`` (the first one ``[0, e1]``),
 as :func:`sklearn.calibration.calibration_curve`.
 """
@@ -38,11 +42,13 @@ from skcalib.metrics._proper import (
     negative_log_likelihood,
 )
 from skcalib.metrics._scorer import (
+    ProbaScorer,
     brier_scorer,
     classwise_ece_scorer,
     ece_scorer,
     get_scorer,
     get_scorer_names,
+    make_proba_scorer,
     mce_scorer,
     nll_scorer,
 )
@@ -51,6 +57,7 @@ __all__ = [
     "CalibrationAccumulator",
     "CalibrationErrorInterval",
     "CalibrationRefinement",
+    "ProbaScorer",
     "ReliabilityCurve",
     "brier_score",
     "brier_scorer",
@@ -63,6 +70,7 @@ __all__ = [
     "expected_calibration_error",
     "get_scorer",
     "get_scorer_names",
+    "make_proba_scorer",
     "maximum_calibration_error",
     "mean_set_size",
     "mce_scorer",

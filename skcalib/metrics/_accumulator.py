@@ -15,10 +15,13 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
-from skcalib._scores import check_probabilities
 from skcalib.metrics._binning import assign_bins
 from skcalib.metrics._calibration_error import check_norm, reduce_totals
 from skcalib.metrics._curve import (
+    ACC,
+    CONF,
+    W2,
+    W,
     _accumulate,
     _resolve_class_index,
     binary_column,
@@ -26,13 +29,14 @@ from skcalib.metrics._curve import (
     statistics,
     top1,
 )
-from skcalib.metrics._proper import multiclass_brier_sum
+from skcalib.metrics._proper import multiclass_brier_sum, sample_nll
 from skcalib.metrics._validation import (
     KINDS,
     NORMS,
     check_chunk,
     check_finite_proba,
     check_n_bins,
+    check_proba_values,
     is_dask_collection,
 )
 
@@ -46,7 +50,7 @@ _LOSS_W, _LOSS_NLL, _LOSS_BRIER = range(3)
 def check_values(inp):
     """Check the probabilities of a chunk (finite, in [0, 1], rows sum to 1)."""
     check_finite_proba(inp.proba)
-    check_probabilities(inp.proba, name="y_proba")
+    check_proba_values(inp.proba)
 
 
 def grouped_scores(inp, kind, class_index=None):
@@ -127,19 +131,14 @@ def chunk_totals(inp, kind, edges_list, class_index=None, check=True):
 def loss_sums(inp):
     """``[sum w, sum w * NLL, sum w * Brier]`` of one chunk, in float64.
 
-    The NLL of a sample is ``-log`` of its true-class probability clipped to
-    ``[eps, 1 - eps]`` of the dtype (as :func:`sklearn.metrics.log_loss`); the
-    Brier term is ``(p - y)**2`` of the positive class for two classes and
-    ``sum_k (p_k - [y = k])**2`` otherwise (see :func:`brier_score`).
+    The NLL of a sample is :func:`~skcalib.metrics._proper.sample_nll` (the
+    rule of :func:`negative_log_likelihood`); the Brier term is
+    ``(p - y)**2`` of the positive class for two classes and
+    ``sum_k (p_k - [y = k])**2`` otherwise (see :func:`brier_score`). The
+    weights are those of ``inp`` (divided by ``inp.weight_scale``).
     """
     p, y, w = inp.proba, inp.y, inp.sample_weight
-    one = p.dtype.type(1)
-    eps = np.finfo(p.dtype).eps
-    if p.ndim == 1:
-        p_true = np.where(y == 1, p, one - p)
-    else:
-        p_true = p[np.arange(y.size), y]
-    nll = -np.log(np.clip(p_true, eps, one - eps).astype(np.float64))
+    nll = sample_nll(y, p)
     if inp.n_classes == 2:
         pos = p if p.ndim == 1 else p[:, 1]
         sq = np.square(pos.astype(np.float64) - y)
@@ -153,6 +152,29 @@ def loss_sums(inp):
             brier,
         ]
     )
+
+
+def rescale_stats(stats, ratio):
+    """Multiply per-cell statistics ``(5, ...)`` by a weight ratio, in place.
+
+    The weight, confidence and accuracy sums scale with the weights, the sum
+    of squared weights with their square, the count not at all.
+    """
+    if ratio != 1.0:
+        stats[[W, CONF, ACC]] *= ratio
+        stats[W2] *= ratio * ratio
+    return stats
+
+
+def merged_scale(scale, other):
+    """The common scale of two weighted sums and the ratio of each to it.
+
+    A scale of 0 (no data, or only weights of 0) takes the other's.
+    """
+    new = max(scale, other)
+    if new == 0.0:
+        return 0.0, 1.0, 1.0
+    return new, scale / new, other / new
 
 
 def brier_from_sums(sums, n_classes, scale_by_half):
@@ -177,16 +199,24 @@ def check_totals(n_samples, total_weight):
 
 
 def check_edges(edges, n_bins):
-    """Validated float64 edges: given, or ``n_bins`` uniform bins."""
+    """Validated float64 edges: given, or ``n_bins`` uniform bins.
+
+    Given edges increase strictly from 0 to 1, except that ``edges[1]`` may
+    be 0 (the bin ``[0, 0]`` of quantile edges, see
+    :func:`~skcalib.metrics._binning.bin_edges`).
+    """
     if edges is None:
         return np.linspace(0.0, 1.0, check_n_bins(n_bins) + 1)
     e = np.asarray(edges, dtype=np.float64)
     if e.ndim != 1 or e.size < 2:
-        raise ValueError(f"edges must be 1-D with at least 2 values, got {e!r}.")
-    if not (e[0] == 0.0 and e[-1] == 1.0 and np.all(np.diff(e) > 0)):
+        raise ValueError(f"edges must be 1-D with at least 2 values, got {e.tolist()}.")
+    if not (
+        e[0] == 0.0 and e[-1] == 1.0 and e[1] >= 0.0 and np.all(np.diff(e[1:]) > 0)
+    ):
         raise ValueError(
             "edges must increase strictly from 0 to 1 (the outer edges of the "
-            f"first and last bins), got {e.tolist()}."
+            "first and last bins; only edges[1] may also be 0, for the bin "
+            f"[0, 0]), got {e.tolist()}."
         )
     return e.copy()
 
@@ -267,11 +297,16 @@ class CalibrationAccumulator:
     quantile edges of a Dask array in extra passes (see the user guide,
     "Large data").
 
-    NLL and Brier are computed from float64 sums of per-sample losses
-    (probabilities clipped like :func:`sklearn.metrics.log_loss`). For
-    float64 input they equal the metric functions to ``1e-12``; for float32
-    input without weights the metric functions (scikit-learn) sum in
-    float32, so they agree to float32 precision only (``~1e-6``).
+    NLL and Brier are computed from float64 sums of per-sample losses, with
+    the rules of :func:`negative_log_likelihood` and :func:`brier_score`:
+    they equal the metric functions to ``1e-12`` for every dtype.
+
+    **Weights.** The sums of each chunk are kept divided by the largest
+    weight seen so far (rescaled when a larger one arrives), so weights of
+    any size (1e308, 5e-324) neither overflow nor lose precision, and
+    multiplying every weight by a constant changes no metric.
+    ``total_weight_`` is in the user's units (``inf`` if it exceeds the
+    float64 range).
 
     Examples
     --------
@@ -323,6 +358,8 @@ class CalibrationAccumulator:
         self._top = None
         self._classwise = None
         self._losses = np.zeros(3)
+        # The sums hold weights divided by this (0: no positive weight yet).
+        self._scale = 0.0
 
     # -------------------------------------------------------------- feeding
     def update(self, y_true, y_proba, sample_weight=None):
@@ -370,7 +407,8 @@ class CalibrationAccumulator:
         losses = loss_sums(inp)
         if self.classes_ is None:
             self._start(classes)
-        self._add(top, cw, losses, inp.n_samples)
+        scale = inp.weight_scale if inp.sample_weight is None or losses[0] else 0.0
+        self._add(top, cw, losses, inp.n_samples, scale)
         return self
 
     def merge(self, other):
@@ -416,10 +454,11 @@ class CalibrationAccumulator:
                 f"{self.classes_.tolist()} and {other.classes_.tolist()}."
             )
         self._add(
-            other._top,
-            other._classwise if self.classwise else None,
-            other._losses,
+            other._top.copy(),
+            other._classwise.copy() if self.classwise else None,
+            other._losses.copy(),
             other.n_samples_,
+            other._scale,
         )
         return self
 
@@ -429,13 +468,19 @@ class CalibrationAccumulator:
         self._top = np.zeros(shape)
         self._classwise = np.zeros(shape) if self.classwise else None
 
-    def _add(self, top, classwise, losses, n_samples):
-        self._top += top
+    def _add(self, top, classwise, losses, n_samples, scale):
+        """Add sums whose weights are divided by ``scale`` (changed in place)."""
+        self._scale, mine, theirs = merged_scale(self._scale, scale)
+        rescale_stats(self._top, mine)
+        self._top += rescale_stats(top, theirs)
         if self._classwise is not None:
-            self._classwise += classwise
-        self._losses += losses
+            rescale_stats(self._classwise, mine)
+            self._classwise += rescale_stats(classwise, theirs)
+        self._losses *= mine
+        self._losses += losses * theirs
         self.n_samples_ += int(n_samples)
-        self.total_weight_ = float(self._losses[_LOSS_W])
+        with np.errstate(over="ignore"):
+            self.total_weight_ = float(self._losses[_LOSS_W] * self._scale)
 
     # -------------------------------------------------------------- reading
     def _totals(self, kind):
@@ -556,6 +601,7 @@ class CalibrationAccumulator:
             strategy="uniform" if uniform else "fixed",
             class_index=class_index,
             confidence_level=confidence_level,
+            weight_scale=self._scale or 1.0,
         )
 
     @validate_params(

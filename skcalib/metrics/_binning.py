@@ -45,18 +45,17 @@ __all__ = []  # private module: nothing public here
 #: :func:`assign_bins`); more bins use a binary search.
 _TABLE_MAX_BINS = 1 << 16
 
-#: The largest ``n_bins`` accepted: the per-bin tables of this many bins take
-#: about 80 MB each (float64), and more bins than this cannot be estimated
-#: from any data set that fits in memory.
-MAX_N_BINS = 10_000_000
+#: :func:`check_n_bins` always allows this many bins, whatever the data.
+MIN_BIN_CAP = 1 << 16
 
 
 class _NBinsInterval(Interval):
-    """``Interval(Integral, 1, MAX_N_BINS)`` that also rejects ``bool``
-    (sklearn's ``Interval(Integral, ...)`` accepts ``True`` as 1)."""
+    """``Interval(Integral, 1, None)`` that also rejects ``bool`` (sklearn's
+    ``Interval(Integral, ...)`` accepts ``True`` as 1). The upper bound,
+    which depends on the data, is :func:`check_n_bins`'s, applied at fit."""
 
     def __init__(self):
-        super().__init__(Integral, 1, MAX_N_BINS, closed="both")
+        super().__init__(Integral, 1, None, closed="left")
 
     def is_satisfied_by(self, val):
         if isinstance(val, bool | np.bool_):
@@ -64,28 +63,41 @@ class _NBinsInterval(Interval):
         return super().is_satisfied_by(val)
 
     def __str__(self):
-        return f"an int in the range [1, {MAX_N_BINS}] (not a bool)"
+        return "an int >= 1 (not a bool)"
 
 
 #: The ``_parameter_constraints`` entry of every estimator with ``n_bins``.
 N_BINS_CONSTRAINT = _NBinsInterval()
 
 
-def check_n_bins(n_bins, name="n_bins"):
-    """``n_bins`` as a Python int, or a ``ValueError`` naming the bad value.
+def check_n_bins(n_bins, n_samples=None):
+    """Validated number of bins: an integer in ``[1, max(n_samples, 65536)]``.
 
-    Accepts integers (Python or numpy) in ``[1, MAX_N_BINS]``; rejects
-    ``bool`` (an ``int`` to Python, not a bin count) and larger counts, which
-    would only exhaust memory.
+    ``bool`` is rejected (an ``int`` to Python, not a bin count). The upper
+    bound keeps the per-bin statistics (``O(n_classes * n_bins)`` memory) in
+    proportion to the data: more bins than samples leave bins empty by
+    necessity, and up to :data:`MIN_BIN_CAP` (65536) bins are always allowed.
+    ``n_samples=None`` (data not seen yet): the bound is 65536.
+
+    Raises
+    ------
+    ValueError
+        Naming the value and the bound.
     """
     if isinstance(n_bins, bool | np.bool_) or not isinstance(n_bins, Integral):
-        raise ValueError(
-            f"{name} must be an integer in [1, {MAX_N_BINS}], got {n_bins!r}."
-        )
+        shown = n_bins.item() if isinstance(n_bins, np.generic) else n_bins
+        raise ValueError(f"n_bins must be an integer >= 1, got {shown!r}.")
     n_bins = int(n_bins)
-    if not 1 <= n_bins <= MAX_N_BINS:
+    if n_bins < 1:
+        raise ValueError(f"n_bins must be an integer >= 1, got {n_bins}.")
+    cap = max(MIN_BIN_CAP, 0 if n_samples is None else int(n_samples))
+    if n_bins > cap:
+        data = "" if n_samples is None else f", n_samples={int(n_samples)}"
         raise ValueError(
-            f"{name} must be an integer in [1, {MAX_N_BINS}], got {n_bins}."
+            f"n_bins={n_bins} is too large: at most max({MIN_BIN_CAP}{data}) = "
+            f"{cap} bins are allowed (the per-bin statistics take memory in "
+            "proportion to n_bins; with more bins than samples most bins are "
+            "empty)."
         )
     return n_bins
 
@@ -97,14 +109,19 @@ def _weighted_quantiles(scores, quantiles, sample_weight=None):
     weight reaches ``q`` (``np.quantile(method="inverted_cdf")`` without
     weights). Edges are therefore data values, and a weight of 2 gives the
     same edges as a duplicated row. The caller removes rows of weight 0.
+
+    A cumulative weight within the rounding of the sums (``4 n eps``,
+    relative) of ``q`` reaches it, so weights ``c * w`` give the same edges
+    as ``w`` for any ``c`` (a plain comparison flips exact ties when ``c`` is
+    not a power of two).
     """
     if sample_weight is None:
         return np.quantile(scores, quantiles, method="inverted_cdf")
     order = np.argsort(scores, kind="stable")
     s = scores[order]
     cum = np.cumsum(np.asarray(sample_weight, dtype=np.float64)[order])
-    cum /= cum[-1]
-    idx = np.searchsorted(cum, quantiles, side="left")
+    slack = 1.0 - 4.0 * s.size * np.finfo(np.float64).eps
+    idx = np.searchsorted(cum, np.asarray(quantiles) * cum[-1] * slack, side="left")
     return s[np.minimum(idx, s.size - 1)].astype(np.float64)
 
 
@@ -116,8 +133,8 @@ def bin_edges(scores, n_bins, strategy="uniform", sample_weight=None):
     scores : ndarray of shape (n_samples,)
         Probabilities in ``[0, 1]`` (used only by ``strategy="quantile"``).
     n_bins : int
-        Number of bins asked for, in ``[1, MAX_N_BINS]`` (a bool or a larger
-        count is a ``ValueError``).
+        Number of bins asked for, as :func:`check_n_bins` allows for the
+        number of ``scores`` (a bool or a larger count is a ``ValueError``).
     strategy : {"uniform", "quantile"}
         ``"uniform"``: equal-width bins. ``"quantile"``: equal-mass bins whose
         interior edges are quantiles of ``scores`` (weighted by
@@ -140,7 +157,7 @@ def bin_edges(scores, n_bins, strategy="uniform", sample_weight=None):
         Increasing, ``edges[0] == 0`` and ``edges[-1] == 1``; strictly
         increasing except for ``edges[1] == 0`` (the bin ``[0, 0]``).
     """
-    n_bins = check_n_bins(n_bins)
+    n_bins = check_n_bins(n_bins, None if scores is None else scores.shape[0])
     if strategy == "uniform":
         return np.linspace(0.0, 1.0, n_bins + 1)
     if strategy != "quantile":

@@ -83,7 +83,6 @@ def check_norm(norm, debias):
 def _calibration_error(
     y_true, y_proba, *, n_bins, strategy, kind, norm, debias, sample_weight, labels
 ):
-    n_bins = check_n_bins(n_bins)
     check_norm(norm, debias)
     if any(is_dask_collection(a) for a in (y_true, y_proba, sample_weight)):
         from skcalib.metrics._dask import calibration_error
@@ -102,6 +101,7 @@ def _calibration_error(
     inp = check_metric_inputs(
         y_true, y_proba, sample_weight=sample_weight, labels=labels, check_values=False
     )
+    n_bins = check_n_bins(n_bins, inp.n_samples)
     totals, _ = statistics(inp, kind, n_bins, strategy)
     return float(reduce_totals(totals, kind, norm, debias))
 
@@ -154,8 +154,10 @@ def expected_calibration_error(
         Sample weights.
     labels : array-like of shape (n_classes,), default=None
         Class labels of the columns of ``y_proba``; default: the sorted labels
-        of ``y_true`` (or ``0..K-1`` when ``y_proba`` has more columns than
-        ``y_true`` has labels and the labels are integers in ``[0, K)``).
+        of ``y_true``, which must then name every column (as many labels as
+        columns; both labels for 1-D ``y_proba``): otherwise a ``ValueError``
+        asks for ``labels=``, the columns are never guessed (pass
+        ``labels=clf.classes_`` for a classifier's ``predict_proba``).
 
     Returns
     -------

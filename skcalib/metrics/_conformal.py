@@ -60,8 +60,8 @@ def _set_classes(y, n_columns, labels):
     """The labels of the columns of ``y_sets``.
 
     ``labels`` when given (1-D, unique, one per column); else the sorted
-    labels of ``y``, or ``0 .. n_columns - 1`` for non-negative integer
-    labels when some class has no sample.
+    labels of ``y``, which must then be as many as the columns (the columns
+    are never guessed: ``ValueError`` naming ``labels=`` otherwise).
     """
     if labels is not None:
         classes = np.asarray(labels)
@@ -76,16 +76,11 @@ def _set_classes(y, n_columns, labels):
     present = _present_labels(y)
     if present.size == n_columns:
         return present
-    if (
-        present.size < n_columns
-        and y.dtype.kind in "biuf"
-        and present.min() >= 0
-        and present.max() < n_columns
-    ):
-        return np.arange(n_columns).astype(y.dtype)
     raise ValueError(
         f"y_sets has {n_columns} columns but y_true has {present.size} distinct "
-        f"label(s) {present[:10].tolist()}; pass labels= to name the columns."
+        f"label(s) {present[:10].tolist()}, so y_true does not say which column "
+        "is which class; pass labels= (every class label, in the order of the "
+        "columns; for a classifier: labels=clf.classes_)."
     )
 
 
@@ -96,7 +91,7 @@ def _check_set_inputs(y_true, y_sets, sample_weight, labels):
         raise ValueError(
             f"y_true has {y.shape[0]} samples but y_sets has {sets.shape[0]} rows."
         )
-    weight = check_sample_weight(sample_weight, y.shape[0])
+    weight, _ = check_sample_weight(sample_weight, y.shape[0])
     classes = _set_classes(y, sets.shape[1], labels)
     return sets, _encode(y, classes), weight, classes
 
@@ -128,8 +123,8 @@ def set_coverage_score(y_true, y_sets, *, labels=None, sample_weight=None):
         integers are accepted.
     labels : array-like of shape (n_classes,), default=None
         Class labels of the columns; default: the sorted labels of
-        ``y_true`` (or ``0 .. n_classes - 1`` for integer labels when some
-        class is absent from ``y_true``). A label of ``y_true`` not in
+        ``y_true``, which must then hold every class (else pass ``labels=``:
+        the columns are never guessed). A label of ``y_true`` not in
         ``labels`` is an error.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
@@ -162,7 +157,7 @@ def set_coverage_score(y_true, y_sets, *, labels=None, sample_weight=None):
     --------
     >>> from skcalib.metrics import set_coverage_score
     >>> sets = [[True, True, False], [False, True, False], [True, False, True]]
-    >>> set_coverage_score([0, 2, 2], sets)
+    >>> set_coverage_score([0, 2, 2], sets, labels=[0, 1, 2])  # no 1 in y_true
     0.666...
     >>> set_coverage_score(["a", "c", "c"], sets, labels=["a", "b", "c"])
     0.666...
@@ -225,7 +220,7 @@ def classwise_set_coverage(y_true, y_sets, *, labels=None, sample_weight=None):
     --------
     >>> from skcalib.metrics import classwise_set_coverage
     >>> sets = [[True, True, False], [False, True, False], [True, False, True]]
-    >>> classwise_set_coverage([0, 2, 2], sets)
+    >>> classwise_set_coverage([0, 2, 2], sets, labels=[0, 1, 2])
     array([1. , nan, 0.5])
     """
     sets, codes, weight, classes = _check_set_inputs(
@@ -279,7 +274,7 @@ def mean_set_size(y_sets, *, sample_weight=None):
     1.5
     """
     sets = check_sets(y_sets)
-    weight = check_sample_weight(sample_weight, sets.shape[0])
+    weight, _ = check_sample_weight(sample_weight, sets.shape[0])
     sizes = np.count_nonzero(sets, axis=1)
     if weight is None:
         return float(sizes.mean())

@@ -19,7 +19,6 @@ import numpy as np
 from scipy.special import ndtri
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
-from skcalib._scores import check_probabilities
 from skcalib.metrics._binning import assign_bins, bin_edges, bin_sums
 from skcalib.metrics._validation import (
     BINNING_CONSTRAINTS,
@@ -29,6 +28,7 @@ from skcalib.metrics._validation import (
     check_finite_proba,
     check_metric_inputs,
     check_n_bins,
+    check_proba_values,
     is_dask_collection,
 )
 
@@ -51,11 +51,12 @@ def _check_block(proba, block, start, stop, conf):
         bad = start + int(np.flatnonzero(np.isnan(conf))[0])
         raise ValueError(f"y_proba contains NaN; row {bad} is {proba[bad].tolist()}.")
     try:
-        check_probabilities(block, name="y_proba")
+        check_proba_values(block)
     except ValueError:
-        # Earlier blocks passed, so the first bad row of the prefix is here;
-        # re-checking the prefix gives a message with the global row index.
-        check_probabilities(proba[:stop], name="y_proba")
+        # Re-check the whole array: the message names the worst row of all
+        # of it (and how many rows are off), with its global index.
+        check_finite_proba(proba)
+        check_proba_values(proba)
         raise
 
 
@@ -98,7 +99,7 @@ def iter_top1(proba, check_values=True):
     if proba.ndim == 1:
         if check_values:
             check_finite_proba(proba)
-            check_probabilities(proba, name="y_proba")
+            check_proba_values(proba)
         neg = 1 - proba
         yield 0, n, (proba > neg).astype(np.intp), np.maximum(proba, neg)
         return
@@ -288,7 +289,7 @@ def statistics(inp, kind, n_bins, strategy, class_index=None, check_values=True)
         return _classwise_uniform(inp, n_bins, check_values)
     if check_values:
         check_finite_proba(inp.proba)
-        check_probabilities(inp.proba, name="y_proba")
+        check_proba_values(inp.proba)
     # One class at a time: O(n) memory.
     classes = range(inp.n_classes) if class_index is None else [class_index]
     parts = []
@@ -508,7 +509,6 @@ def reliability_curve(
     >>> curve.mean_confidence
     array([0.1   ,   nan, 0.6   , 0.8625])
     """
-    n_bins = check_n_bins(n_bins)
     if any(is_dask_collection(a) for a in (y_true, y_proba, sample_weight)):
         from skcalib.metrics._dask import reliability_curve as dask_curve
 
@@ -526,6 +526,7 @@ def reliability_curve(
     inp = check_metric_inputs(
         y_true, y_proba, sample_weight=sample_weight, labels=labels, check_values=False
     )
+    n_bins = check_n_bins(n_bins, inp.n_samples)
     class_index = _resolve_class_index(kind, class_index, inp.n_classes)
     pooled = "confidence" if kind == "top_label" and class_index is None else kind
     totals, edges = statistics(inp, pooled, n_bins, strategy, class_index=class_index)
@@ -536,11 +537,19 @@ def reliability_curve(
         strategy=strategy,
         class_index=class_index,
         confidence_level=confidence_level,
+        weight_scale=inp.weight_scale,
     )
 
 
-def curve_from_totals(t, edges, *, kind, strategy, class_index, confidence_level):
-    """:class:`ReliabilityCurve` from the ``(5, n_bins)`` statistics of one group."""
+def curve_from_totals(
+    t, edges, *, kind, strategy, class_index, confidence_level, weight_scale=1.0
+):
+    """:class:`ReliabilityCurve` from the ``(5, n_bins)`` statistics of one group.
+
+    ``weight_scale``: the weights of ``t`` are the user's divided by it (see
+    :func:`~skcalib.metrics._validation.check_sample_weight`); ``counts`` is
+    given back in the user's units.
+    """
     filled = t[W] > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         conf = np.where(filled, t[CONF] / t[W], np.nan)
@@ -548,7 +557,16 @@ def curve_from_totals(t, edges, *, kind, strategy, class_index, confidence_level
         n_eff = np.where(filled, t[W] ** 2 / t[W2], np.nan)
     lower, upper = wilson_interval(acc * n_eff, n_eff, confidence_level)
     counts = t[COUNT].astype(np.intp)
-    arrays = [edges, conf, acc, t[W], counts, lower, upper, filled]
+    with np.errstate(over="ignore"):
+        weight = t[W] * weight_scale
+    if not np.isfinite(weight).all():
+        bad = int(np.flatnonzero(~np.isfinite(weight))[0])
+        raise ValueError(
+            f"the total sample weight of bin {bad} exceeds the float64 range "
+            f"({t[W][bad].item():.6g} x {weight_scale:.6g}); divide sample_weight "
+            "by a constant (no value of the curve but counts depends on it)."
+        )
+    arrays = [edges, conf, acc, weight, counts, lower, upper, filled]
     for a in arrays:
         a.flags.writeable = False
     return ReliabilityCurve(

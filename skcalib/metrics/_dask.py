@@ -44,8 +44,10 @@ from skcalib.metrics._validation import (
     _present_labels,
     _resolve_classes,
     check_chunk,
+    check_n_bins,
     is_dask_collection,
 )
+from skcalib.metrics._validation import weight_scale as _scale_of
 
 __all__ = []  # private module
 
@@ -76,6 +78,12 @@ class Blocks:
     @property
     def n_columns(self):
         return 1 if self.proba.ndim == 1 else int(self.proba.shape[1])
+
+    @property
+    def n_rows(self):
+        """The number of rows, or None when the block sizes are unknown."""
+        n = self.proba.shape[0]
+        return None if np.isnan(n) else int(n)
 
     @property
     def score_dtype(self):
@@ -250,6 +258,32 @@ def resolve_classes(blocks, labels):
     return _resolve_classes(present, blocks.n_columns, None)
 
 
+def weight_scale(blocks):
+    """The power of two just below the largest weight of the whole data (one
+    pass over ``sample_weight``), which every block divides its weights by,
+    as the metric functions do; None without weights, 1.0 when the weights
+    are invalid (the blocks say why) or all 0. Equal positive weights are
+    dropped from ``blocks`` and their value returned (as
+    :func:`~skcalib.metrics._validation.check_sample_weight` does).
+    """
+    if blocks.weight is None:
+        return None
+    import dask
+
+    try:
+        lo, hi = (
+            float(v) for v in dask.compute(blocks.weight.min(), blocks.weight.max())
+        )
+    except (ValueError, TypeError):  # empty, or not numbers
+        return 1.0
+    same_rows = blocks.weight.ndim == 1 and blocks.weight.shape[0] == blocks.n_rows
+    if lo == hi and np.isfinite(hi) and hi > 0 and same_rows:
+        # Equal weights are no weights (as check_sample_weight): drop them.
+        blocks.weight = None
+        return hi
+    return _scale_of(hi)
+
+
 # ----------------------------------------------------------------- kernels
 def _sizes(inp):
     w = inp.sample_weight
@@ -270,23 +304,23 @@ def _sum_pairs(parts):
     return total, sum(p[1] for p in parts)
 
 
-def _totals_kernel(y, proba, weight=None, *, classes, kind, edges, class_index):
-    inp, _ = check_chunk(y, proba, weight, classes=classes)
+def _totals_kernel(y, proba, weight=None, *, classes, kind, edges, class_index, scale):
+    inp, _ = check_chunk(y, proba, weight, classes=classes, weight_scale=scale)
     if inp is None:
         return None
     return chunk_totals(inp, kind, edges, class_index=class_index), _sizes(inp)
 
 
-def _loss_kernel(y, proba, weight=None, *, classes):
-    inp, _ = check_chunk(y, proba, weight, classes=classes)
+def _loss_kernel(y, proba, weight=None, *, classes, scale):
+    inp, _ = check_chunk(y, proba, weight, classes=classes, weight_scale=scale)
     if inp is None:
         return None
     check_values(inp)
     return loss_sums(inp), _sizes(inp)
 
 
-def _search_kernel(y, proba, weight=None, *, classes, kind, class_index, search):
-    inp, _ = check_chunk(y, proba, weight, classes=classes)
+def _search_kernel(y, proba, weight=None, *, classes, kind, class_index, search, scale):
+    inp, _ = check_chunk(y, proba, weight, classes=classes, weight_scale=scale)
     if inp is None:
         return None
     if search.level == 0:
@@ -320,8 +354,9 @@ def _n_groups(kind, class_index, n_classes):
     return 1 if kind == "confidence" or class_index is not None else n_classes
 
 
-def _totals(blocks, classes, kind, n_bins, strategy, class_index=None):
-    """Per-cell statistics of the whole data and the edges of each group."""
+def _totals(blocks, classes, kind, n_bins, strategy, class_index=None, scale=None):
+    """Per-cell statistics of the whole data and the edges of each group
+    (weights divided by ``scale``)."""
     n_groups = _n_groups(kind, class_index, classes.size)
     if strategy == "uniform":
         edges = [bin_edges(None, n_bins, "uniform")] * n_groups
@@ -336,6 +371,7 @@ def _totals(blocks, classes, kind, n_bins, strategy, class_index=None):
                 kind=kind,
                 class_index=class_index,
                 search=search,
+                scale=scale,
             )
             result = map_reduce(
                 _inputs(blocks), kernel, _search_combine, blocks.offsets
@@ -352,6 +388,7 @@ def _totals(blocks, classes, kind, n_bins, strategy, class_index=None):
         kind=kind,
         edges=edges,
         class_index=class_index,
+        scale=scale,
     )
     result = map_reduce(_inputs(blocks), kernel, _sum_pairs, blocks.offsets)
     if result is None:
@@ -366,8 +403,10 @@ def calibration_error(
 ):
     """:func:`~skcalib.metrics.expected_calibration_error` of Dask inputs."""
     blocks = as_blocks(y_true, y_proba, sample_weight)
+    n_bins = check_n_bins(n_bins, blocks.n_rows)
     classes = resolve_classes(blocks, labels)
-    totals, _ = _totals(blocks, classes, kind, n_bins, strategy)
+    scale = weight_scale(blocks)
+    totals, _ = _totals(blocks, classes, kind, n_bins, strategy, scale=scale)
     return float(reduce_totals(totals, kind, norm, debias))
 
 
@@ -385,10 +424,14 @@ def reliability_curve(
 ):
     """:func:`~skcalib.metrics.reliability_curve` of Dask inputs."""
     blocks = as_blocks(y_true, y_proba, sample_weight)
+    n_bins = check_n_bins(n_bins, blocks.n_rows)
     classes = resolve_classes(blocks, labels)
     class_index = _resolve_class_index(kind, class_index, classes.size)
     pooled = "confidence" if kind == "top_label" and class_index is None else kind
-    totals, edges = _totals(blocks, classes, pooled, n_bins, strategy, class_index)
+    scale = weight_scale(blocks)
+    totals, edges = _totals(
+        blocks, classes, pooled, n_bins, strategy, class_index, scale=scale
+    )
     return curve_from_totals(
         totals[:, 0, : edges[0].size - 1],
         np.array(edges[0]),
@@ -396,6 +439,7 @@ def reliability_curve(
         strategy=strategy,
         class_index=class_index,
         confidence_level=confidence_level,
+        weight_scale=1.0 if scale is None else scale,
     )
 
 
@@ -404,7 +448,7 @@ def proper_score(y_true, y_proba, *, loss, sample_weight, labels, scale_by_half=
     :func:`~skcalib.metrics.negative_log_likelihood` of Dask inputs."""
     blocks = as_blocks(y_true, y_proba, sample_weight)
     classes = resolve_classes(blocks, labels)
-    kernel = partial(_loss_kernel, classes=classes)
+    kernel = partial(_loss_kernel, classes=classes, scale=weight_scale(blocks))
     result = map_reduce(_inputs(blocks), kernel, _sum_pairs, blocks.offsets)
     if result is None:
         check_totals(0, 0.0)

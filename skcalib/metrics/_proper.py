@@ -5,7 +5,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize_scalar
-from sklearn.metrics import brier_score_loss, log_loss
 from sklearn.utils._param_validation import StrOptions, validate_params
 
 from skcalib._scores import softmax, to_log_proba
@@ -27,16 +26,22 @@ __all__ = [
 _BRIER_BLOCK = 1 << 16
 #: Temperatures searched by the decomposition.
 _T_BOUNDS = (1e-4, 1e4)
+#: Floor of the true-class probability in the negative log-likelihood, for
+#: every dtype of ``y_proba``: the machine epsilon of float64 (a zero
+#: probability costs ``-log(NLL_FLOOR)`` = 36.04). scikit-learn's ``log_loss``
+#: uses the same floor for float64 input (and that of float32 for float32).
+NLL_FLOOR = float(np.finfo(np.float64).eps)
 
 
 def _brier(inp, scale_by_half="auto"):
     w = inp.sample_weight
+    total_weight = inp.y.size if w is None else w.sum()
     if inp.n_classes == 2:
         pos = inp.proba if inp.proba.ndim == 1 else inp.proba[:, 1]
-        value = float(brier_score_loss(inp.y, pos, sample_weight=w, pos_label=1))
+        sq = np.square(pos.astype(np.float64) - inp.y)
+        value = float((sq.sum() if w is None else sq @ w) / total_weight)
         return value if scale_by_half in ("auto", True) else 2.0 * value
-    total = multiclass_brier_sum(inp.y, inp.proba, w)
-    value = total / (inp.y.size if w is None else w.sum())
+    value = multiclass_brier_sum(inp.y, inp.proba, w) / total_weight
     return value / 2.0 if scale_by_half is True else float(value)
 
 
@@ -51,15 +56,26 @@ def multiclass_brier_sum(y, proba, w):
     return total
 
 
+def sample_nll(y, proba):
+    """``-log(max(p_true, NLL_FLOOR))`` of each sample, in float64.
+
+    ``p_true`` is the probability of the true class (column ``y``; 1-D binary
+    ``proba``: ``p`` for ``y == 1``, ``1 - p`` for ``y == 0``), converted to
+    float64 before anything else, so that the rule is the same for every
+    dtype.
+    """
+    if proba.ndim == 1:
+        p = proba.astype(np.float64)
+        p_true = np.where(y == 1, p, 1.0 - p)
+    else:
+        p_true = proba[np.arange(y.size), y].astype(np.float64)
+    return -np.log(np.maximum(p_true, NLL_FLOOR))
+
+
 def _nll(inp):
-    return float(
-        log_loss(
-            inp.y,
-            inp.proba,
-            sample_weight=inp.sample_weight,
-            labels=np.arange(inp.n_classes),
-        )
-    )
+    nll = sample_nll(inp.y, inp.proba)
+    w = inp.sample_weight
+    return float(nll.mean() if w is None else (nll @ w) / w.sum())
 
 
 @validate_params(
@@ -97,7 +113,7 @@ def brier_score(
 
     See Also
     --------
-    sklearn.metrics.brier_score_loss : Used for two classes.
+    sklearn.metrics.brier_score_loss : The same value.
     negative_log_likelihood : The other common proper score.
     calibration_refinement_decomposition : Its calibration part.
 
@@ -113,8 +129,8 @@ def brier_score(
     more than two classes. For two classes the customary (and scikit-learn's
     default) value is half of it, :math:`\\frac{1}{\\sum w_i} \\sum_i w_i
     (p_i - y_i)^2 \\in [0, 1]` with :math:`p_i` the probability of the
-    positive class; it is computed by :func:`sklearn.metrics.brier_score_loss`
-    from the positive column only (so 1-D and 2-D binary input agree).
+    positive class; it is computed from the positive column only (so 1-D and
+    2-D binary input agree), in float64 whatever the dtype of ``y_proba``.
     With the defaults the value equals scikit-learn 1.9's
     ``brier_score_loss(y_true, y_proba, labels=labels)``.
 
@@ -174,7 +190,7 @@ def negative_log_likelihood(y_true, y_proba, *, sample_weight=None, labels=None)
 
     See Also
     --------
-    sklearn.metrics.log_loss : Computes the value.
+    sklearn.metrics.log_loss : The same value for float64 input.
     brier_score : The other common proper score.
 
     Notes
@@ -183,10 +199,15 @@ def negative_log_likelihood(y_true, y_proba, *, sample_weight=None, labels=None)
 
         \\mathrm{NLL} = -\\frac{1}{\\sum_i w_i} \\sum_i w_i \\log p_{i, y_i}.
 
-    Computed by :func:`sklearn.metrics.log_loss`, after our input checks
-    (rows summing to 1, labels), which clips probabilities to
-    ``[eps, 1 - eps]`` of their dtype: a zero probability of the true class
-    costs ``-log(eps)`` (36.0 in float64, 15.9 in float32).
+    **Clipping.** One rule for every dtype: the true-class probability is
+    converted to float64 and floored at ``NLL_FLOOR`` = ``2.2e-16`` (the
+    machine epsilon of float64) before the log, so a zero probability of the
+    true class costs ``-log(2.2e-16)`` = 36.04 whether ``y_proba`` is float32
+    or float64. For float64 input this is :func:`sklearn.metrics.log_loss`
+    (scikit-learn 1.9), up to its upper clip at ``1 - eps`` (which moves a
+    sample's loss by at most ``2.2e-16``); for float32 input scikit-learn
+    clips at the float32 epsilon instead (a cap of 15.9 per sample), so the
+    two differ on samples whose true-class probability is below ``1.2e-7``.
 
     References
     ----------

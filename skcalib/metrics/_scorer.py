@@ -1,7 +1,12 @@
 """Ready-made scorers for model selection, and a ``get_scorer`` that knows them.
 
-The scorers are plain :func:`sklearn.metrics.make_scorer` objects with
-``response_method="predict_proba"``; losses are negated
+A scorer calls ``estimator.predict_proba`` and a metric with
+``labels=estimator.classes_``, so that the columns are named by the classifier
+and never guessed from the labels a cross-validation fold happens to hold.
+Each call builds a :func:`sklearn.metrics.make_scorer` object (with
+``response_method="predict_proba"``) carrying those labels, so the response
+handling (binary: the column of ``classes_[1]``), ``sample_weight`` and
+metadata routing are scikit-learn's own. Losses are negated
 (``greater_is_better=False``) and named ``neg_*``. scikit-learn's private
 scorer registry is never touched: :func:`get_scorer` looks in our table first
 and falls back to :func:`sklearn.metrics.get_scorer`.
@@ -22,18 +27,185 @@ from skcalib.metrics._calibration_error import (
 from skcalib.metrics._proper import brier_score, negative_log_likelihood
 
 __all__ = [
+    "ProbaScorer",
     "brier_scorer",
     "classwise_ece_scorer",
     "ece_scorer",
     "get_scorer",
     "get_scorer_names",
+    "make_proba_scorer",
     "mce_scorer",
     "nll_scorer",
 ]
 
 
+class ProbaScorer:
+    """A scorer ``scorer(estimator, X, y)`` of a metric of ``predict_proba``
+    that names the columns with ``labels=estimator.classes_``.
+
+    Made by :func:`make_proba_scorer`; use it wherever scikit-learn takes a
+    ``scoring`` callable (:class:`~sklearn.model_selection.GridSearchCV`,
+    :func:`~sklearn.model_selection.cross_validate`, multi-metric dicts).
+
+    Parameters
+    ----------
+    score_func : callable
+        ``score_func(y_true, y_proba, *, labels=None, sample_weight=None,
+        **kwargs)``.
+    sign : {1, -1}
+        -1 for a loss (the scorer returns ``-score_func(...)``).
+    kwargs : dict
+        Other arguments of ``score_func``. A ``labels`` here is used instead
+        of ``estimator.classes_``.
+
+    See Also
+    --------
+    make_proba_scorer : Makes one.
+
+    Notes
+    -----
+    Each call builds ``make_scorer(score_func, greater_is_better=...,
+    response_method="predict_proba", labels=estimator.classes_, **kwargs)``
+    and calls it: scikit-learn passes a binary metric the 1-D column of
+    ``classes_[1]`` (``labels[1]``, the positive class of our metrics) and
+    handles ``sample_weight`` and metadata routing
+    (:meth:`set_score_request`). An estimator without ``classes_`` is scored
+    without ``labels``: the metric then takes the labels of ``y`` when they
+    name every column, and raises otherwise.
+    """
+
+    def __init__(self, score_func, sign, kwargs):
+        self._score_func = score_func
+        self._sign = sign
+        self._kwargs = dict(kwargs)
+        self._requests = None
+
+    def _scorer(self, estimator):
+        kwargs = dict(self._kwargs)
+        classes = getattr(estimator, "classes_", None)
+        if "labels" not in kwargs and classes is not None:
+            kwargs["labels"] = classes
+        scorer = make_scorer(
+            self._score_func,
+            greater_is_better=self._sign > 0,
+            response_method="predict_proba",
+            **kwargs,
+        )
+        if self._requests is not None:
+            scorer.set_score_request(**self._requests)
+        return scorer
+
+    def __call__(self, estimator, X, y_true, sample_weight=None, **kwargs):
+        """The score of ``estimator`` on ``X`` against ``y_true``.
+
+        Parameters
+        ----------
+        estimator : object
+            A fitted classifier with ``predict_proba`` (and ``classes_``).
+        X : array-like
+            Its input.
+        y_true : array-like of shape (n_samples,)
+            The true labels.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights.
+        **kwargs : dict
+            Routed metadata (``enable_metadata_routing=True``).
+
+        Returns
+        -------
+        score : float
+            Greater is better (losses negated).
+        """
+        if sample_weight is not None:
+            kwargs["sample_weight"] = sample_weight
+        return self._scorer(estimator)(estimator, X, y_true, **kwargs)
+
+    def set_score_request(self, **kwargs):
+        """Request metadata for the metric, as
+        :meth:`sklearn.metrics.make_scorer`'s scorers do.
+
+        Parameters
+        ----------
+        **kwargs : dict
+            ``param_name=alias`` (``True``, ``False``, ``None`` or a str).
+
+        Returns
+        -------
+        self : ProbaScorer
+        """
+        make_scorer(self._score_func).set_score_request(**kwargs)  # checks
+        self._requests = dict(kwargs)
+        return self
+
+    def get_metadata_routing(self):
+        """The metadata routing of the scorer (see :meth:`set_score_request`).
+
+        Returns
+        -------
+        routing : MetadataRequest
+        """
+        return self._scorer(None).get_metadata_routing()
+
+    def _accept_sample_weight(self):
+        # Asked of every scorer by scikit-learn's multi-metric scoring and
+        # searches (>= 1.8) to decide whether to pass sample_weight.
+        accept = getattr(self._scorer(None), "_accept_sample_weight", None)
+        return True if accept is None else accept()
+
+    def __repr__(self):
+        kwargs = "".join(f", {k}={v!r}" for k, v in self._kwargs.items())
+        loss = ", greater_is_better=False" if self._sign < 0 else ""
+        return f"make_proba_scorer({self._score_func.__name__}{loss}{kwargs})"
+
+
+def make_proba_scorer(score_func, *, greater_is_better=True, **kwargs):
+    """A scorer of a metric of ``predict_proba`` that passes
+    ``labels=estimator.classes_``.
+
+    Like ``sklearn.metrics.make_scorer(score_func,
+    response_method="predict_proba", **kwargs)``, but the metric is also
+    given ``labels=estimator.classes_``, so that a cross-validation fold
+    whose ``y`` misses a class is scored with the right columns.
+
+    Parameters
+    ----------
+    score_func : callable
+        ``score_func(y_true, y_proba, *, labels=None, **kwargs)``, such as
+        :func:`expected_calibration_error`.
+    greater_is_better : bool, default=True
+        False for a loss: the scorer returns its negation.
+    **kwargs : dict
+        Other arguments of ``score_func`` (for example ``n_bins=10``).
+
+    Returns
+    -------
+    scorer : ProbaScorer
+        ``scorer(estimator, X, y, sample_weight=None)``.
+
+    See Also
+    --------
+    sklearn.metrics.make_scorer : What each call builds.
+    get_scorer : The ready-made scorers by name.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from skcalib.metrics import expected_calibration_error, make_proba_scorer
+    >>> X, y = make_classification(n_samples=200, random_state=0)
+    >>> clf = LogisticRegression().fit(X, y)
+    >>> ece10 = make_proba_scorer(expected_calibration_error,
+    ...                           greater_is_better=False, n_bins=10)
+    >>> ece10
+    make_proba_scorer(expected_calibration_error, greater_is_better=False, n_bins=10)
+    >>> bool(ece10(clf, X, y) <= 0)
+    True
+    """
+    return ProbaScorer(score_func, 1 if greater_is_better else -1, kwargs)
+
+
 def _loss_scorer(func):
-    return make_scorer(func, greater_is_better=False, response_method="predict_proba")
+    return make_proba_scorer(func, greater_is_better=False)
 
 
 #: ``-expected_calibration_error`` (confidence ECE, 15 uniform bins).
@@ -83,19 +255,16 @@ def get_scorer(scoring):
     ``"neg_brier_score"`` and ``"neg_log_loss"`` are scikit-learn's names;
     skcalib's versions give the same values (scikit-learn >= 1.7) and also
     accept string labels with binary ``predict_proba`` and multiclass Brier
-    scores on older scikit-learn. The scorers call ``predict_proba``; for a
-    binary classifier scikit-learn passes the metric the column of
-    ``classes_[1]``, which our metrics take as the positive class. In a
-    cross-validation fold that lacks a class, the metrics name the columns
-    ``0..K-1`` for integer labels, and raise otherwise (make your own scorer
-    with ``make_scorer(..., labels=classes)`` then).
+    scores on older scikit-learn. The scorers call ``predict_proba`` and pass
+    the metric ``labels=estimator.classes_`` (see :func:`make_proba_scorer`):
+    a cross-validation fold whose ``y`` lacks a class is scored with the
+    columns the classifier gave, never with guessed ones.
 
     Examples
     --------
     >>> from skcalib.metrics import get_scorer
     >>> get_scorer("neg_expected_calibration_error")
-    make_scorer(expected_calibration_error, greater_is_better=False,
-    response_method='predict_proba')
+    make_proba_scorer(expected_calibration_error, greater_is_better=False)
     >>> get_scorer("accuracy")
     make_scorer(accuracy_score, response_method='predict')
     """

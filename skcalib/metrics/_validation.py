@@ -17,6 +17,7 @@ from sklearn.utils.multiclass import type_of_target
 
 from skcalib._chunks import is_dask_collection
 from skcalib._scores import check_probabilities
+from skcalib.metrics._binning import MIN_BIN_CAP, check_n_bins  # noqa: F401
 
 __all__ = []  # private module
 
@@ -46,13 +47,16 @@ class MetricInputs:
     ``y`` holds the column index of each true label (``classes[y] ==
     y_true``); ``proba`` is 1-D (binary: probability of ``classes[1]``) or
     ``(n, K)`` with ``K == classes.size`` columns in the order of ``classes``;
-    float32 stays float32 and is never copied.
+    float32 stays float32 and is never copied. ``sample_weight`` is divided
+    by ``weight_scale`` (the largest weight, see :func:`check_sample_weight`):
+    multiply weighted sums by it to get them in the user's units.
     """
 
     y: np.ndarray
     proba: np.ndarray
     classes: np.ndarray
     sample_weight: np.ndarray | None
+    weight_scale: float = 1.0
 
     @property
     def n_classes(self):
@@ -81,11 +85,17 @@ def reject_dask(**arrays):
             )
 
 
-def check_n_bins(n_bins):
-    """Reject ``bool`` (an ``int`` to Python, not a bin count)."""
-    if isinstance(n_bins, bool | np.bool_):
-        raise ValueError(f"n_bins must be an integer >= 1, got {n_bins!r}.")
-    return int(n_bins)
+#: The hint of the probability checks of the metrics (they take no
+#: ``score_type``).
+PROBA_HINT = (
+    "y_proba must hold probabilities (rows summing to 1): apply a softmax to "
+    "logits (or normalise one-vs-rest scores) first."
+)
+
+
+def check_proba_values(proba, name="y_proba", value_range=None):
+    """:func:`~skcalib._scores.check_probabilities` with the metrics' hint."""
+    check_probabilities(proba, name=name, value_range=value_range, hint=PROBA_HINT)
 
 
 def check_finite_proba(proba, name="y_proba"):
@@ -221,35 +231,64 @@ def _resolve_classes(y, n_columns, labels):
     present = _present_labels(y)
     if present.size == expected:
         return present
-    integer = y.dtype.kind in "biu" or (y.dtype.kind == "f")
-    if (
-        present.size < expected
-        and integer
-        and present.min() >= 0
-        and present.max() < expected
-    ):
-        # Some columns have no sample: the columns are taken to be 0..K-1.
-        return np.arange(expected).astype(y.dtype)
+    shown = present[:10].tolist()
     if n_columns == 1:
         raise ValueError(
-            f"1-D y_proba is for binary problems (the probability of the larger "
-            f"label), but y_true has {present.size} distinct label(s) "
-            f"{present[:10].tolist()}; pass 2-D y_proba or labels=[negative, positive]."
+            "1-D y_proba is for binary problems (the probability of the larger "
+            f"label), and y_true must then hold both labels, but it has "
+            f"{present.size} distinct label(s) {shown}; pass "
+            "labels=[negative, positive] to name the two classes (or a 2-D "
+            "y_proba with labels=)."
         )
     raise ValueError(
         f"y_proba has {n_columns} columns but y_true has {present.size} distinct "
-        f"label(s) {present[:10].tolist()}; pass labels= to name the columns."
+        f"label(s) {shown}, so y_true does not say which column is which class; "
+        "pass labels= (every class label, in the order of the columns of "
+        "y_proba; for a classifier: labels=clf.classes_)."
     )
 
 
-def check_sample_weight(sample_weight, n_samples, *, chunk=False):
-    """Non-negative float64 weights of length ``n_samples``, or None.
+def weight_scale(max_weight):
+    """The power of two ``2**e`` with ``2**e <= max_weight < 2**(e + 1)``
+    (1.0 when ``max_weight`` is not positive and finite).
+
+    Weights are divided by it: a power of two divides exactly, so integer
+    weights keep exact sums (and quantile edges their ties), and the largest
+    weight becomes a number in ``[1, 2)``.
+    """
+    if not (np.isfinite(max_weight) and max_weight > 0):
+        return 1.0
+    return float(np.ldexp(1.0, int(np.frexp(max_weight)[1]) - 1))
+
+
+def check_sample_weight(sample_weight, n_samples, *, chunk=False, scale=None):
+    """Non-negative float64 weights of length ``n_samples``, divided by the
+    power of two just below their maximum, and that power of two;
+    ``(None, 1.0)`` without weights.
+
+    Every metric is a ratio of weighted sums, so dividing the weights by a
+    constant changes no result; dividing by (about) the largest weight keeps
+    every weight in ``[0, 2)`` and every sum in ``[0, 2 n_samples]``, so that
+    weights of 1e308 do not overflow and subnormal weights (5e-324) do not
+    lose their precision. The divisor is a power of two (see
+    :func:`weight_scale`), so the division is exact.
 
     ``chunk``: the weights of one chunk of the data, which may be empty and
     may sum to 0 (the total is checked when the metric is computed).
+    ``scale``: divide by this (the :func:`weight_scale` of the whole data)
+    instead of the scale of ``sample_weight``.
+
+    Returns
+    -------
+    weight : ndarray of shape (n_samples,) or None
+        ``sample_weight / scale``; None when every weight is the same
+        positive number (equal weights are the same as none; ``scale`` is
+        then that weight) and ``scale`` was not given.
+    scale : float
+        The divisor (1.0 without weights, or when every weight is 0).
     """
     if sample_weight is None:
-        return None
+        return None, 1.0
     w = check_array(
         sample_weight,
         ensure_2d=False,
@@ -264,11 +303,20 @@ def check_sample_weight(sample_weight, n_samples, *, chunk=False):
     if np.any(w < 0):
         bad = int(np.flatnonzero(w < 0)[0])
         raise ValueError(
-            f"sample_weight must be >= 0; sample_weight[{bad}] = {w[bad]}."
+            f"sample_weight must be >= 0; sample_weight[{bad}] = {w[bad].item()}."
         )
-    if not chunk and not w.sum() > 0:
-        raise ValueError("sample_weight sums to 0; the metric is undefined.")
-    return w
+    top = float(w.max()) if w.size else 0.0
+    if not top > 0:
+        if not chunk:
+            raise ValueError("sample_weight sums to 0; the metric is undefined.")
+        return w, 1.0
+    if scale is None:
+        if w.min() == top:
+            # Equal weights are no weights: the unweighted arithmetic, with
+            # the weight kept as the scale (the curve's counts use it).
+            return None, top
+        scale = weight_scale(top)
+    return (w if scale == 1.0 else w / scale), float(scale)
 
 
 def check_arrays(y_true, y_proba, *, allow_empty=False):
@@ -308,12 +356,13 @@ def check_metric_inputs(
         Class labels (integers, strings, ...).
     y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
         1-D: probability of the positive class (the larger label, or
-        ``labels[1]``). 2-D: one column per label of ``labels`` (default: the
-        sorted labels of ``y_true``; when ``y_proba`` has more columns than
-        ``y_true`` has labels and the labels are integers in ``[0, K)``, the
-        columns are taken to be ``0..K-1``).
+        ``labels[1]``). 2-D: one column per label of ``labels``.
     sample_weight : array-like of shape (n_samples,) or None
     labels : array-like or None
+        The labels of the columns. None: the sorted distinct labels of
+        ``y_true``, which must then determine the columns (as many labels as
+        columns; exactly 2 for 1-D ``y_proba``), else ``ValueError`` naming
+        ``labels=`` (the columns are never guessed).
     check_values : bool, default=True
         Check the probability values (finite, in ``[0, 1]``, rows summing to
         1). ``False`` only for callers that check them block by block.
@@ -324,17 +373,27 @@ def check_metric_inputs(
     """
     reject_dask(y_true=y_true, y_proba=y_proba, sample_weight=sample_weight)
     y, proba = check_arrays(y_true, y_proba)
-    weight = check_sample_weight(sample_weight, y.shape[0])
+    weight, scale = check_sample_weight(sample_weight, y.shape[0])
     n_columns = 1 if proba.ndim == 1 else proba.shape[1]
     classes = _resolve_classes(y, n_columns, labels)
     codes = _encode(y, classes)
     if check_values:
         check_finite_proba(proba)
-        check_probabilities(proba, name="y_proba")
-    return MetricInputs(y=codes, proba=proba, classes=classes, sample_weight=weight)
+        check_proba_values(proba)
+    return MetricInputs(
+        y=codes, proba=proba, classes=classes, sample_weight=weight, weight_scale=scale
+    )
 
 
-def check_chunk(y_true, y_proba, sample_weight=None, *, classes=None, labels=None):
+def check_chunk(
+    y_true,
+    y_proba,
+    sample_weight=None,
+    *,
+    classes=None,
+    labels=None,
+    weight_scale=None,
+):
     """Validate one chunk of metric inputs.
 
     The checks of :func:`check_metric_inputs` that hold chunk by chunk: the
@@ -353,6 +412,10 @@ def check_chunk(y_true, y_proba, sample_weight=None, *, classes=None, labels=Non
         ``y_true``).
     labels : array-like or None
         Used when ``classes`` is None.
+    weight_scale : float or None
+        Divide the weights by this (the largest weight of the whole data);
+        None: by the largest weight of the chunk (see
+        :func:`check_sample_weight`; the result's ``weight_scale`` says which).
 
     Returns
     -------
@@ -363,7 +426,9 @@ def check_chunk(y_true, y_proba, sample_weight=None, *, classes=None, labels=Non
     """
     y, proba = check_arrays(y_true, y_proba, allow_empty=True)
     n_columns = 1 if proba.ndim == 1 else proba.shape[1]
-    weight = check_sample_weight(sample_weight, y.shape[0], chunk=True)
+    weight, scale = check_sample_weight(
+        sample_weight, y.shape[0], chunk=True, scale=weight_scale
+    )
     if classes is None and (y.size or labels is not None):
         classes = _chunk_classes(y, n_columns, labels)
     if classes is not None and classes.size != (2 if n_columns == 1 else n_columns):
@@ -375,7 +440,9 @@ def check_chunk(y_true, y_proba, sample_weight=None, *, classes=None, labels=Non
     if y.size == 0:
         return None, classes
     codes = _encode(y, classes)
-    inp = MetricInputs(y=codes, proba=proba, classes=classes, sample_weight=weight)
+    inp = MetricInputs(
+        y=codes, proba=proba, classes=classes, sample_weight=weight, weight_scale=scale
+    )
     return inp, classes
 
 

@@ -10,8 +10,9 @@ import numpy as np
 
 
 def ref_edges(values, n_bins, strategy="uniform", weights=None):
-    """Bin edges: uniform, or the (weighted) inverted-CDF quantiles, merged,
-    without an edge at the largest value (it would open an empty top bin)."""
+    """Bin edges: uniform, or the (weighted) inverted-CDF quantiles of the
+    values of positive weight, merged, without an edge at the largest value
+    (it would open an empty top bin); a quantile at 0 gives the bin [0, 0]."""
     if strategy == "uniform":
         return [float(e) for e in np.linspace(0.0, 1.0, n_bins + 1)]
     if len(values) == 0:
@@ -23,6 +24,8 @@ def ref_edges(values, n_bins, strategy="uniform", weights=None):
         ((float(v), float(w)) for v, w in zip(values, weights, strict=True) if w > 0),
         key=lambda vw: vw[0],
     )
+    if not pairs:
+        return [0.0, 1.0]
     total = sum(w for _, w in pairs)
     cum, acc = [], 0.0
     for _, w in pairs:
@@ -32,8 +35,10 @@ def ref_edges(values, n_bins, strategy="uniform", weights=None):
     for q in qs:
         i = next((i for i, c in enumerate(cum) if c >= q), len(pairs) - 1)
         interior.append(pairs[i][0])
-    top = min(1.0, max(float(v) for v in values))
-    interior = sorted({e for e in interior if 0.0 < e < top})
+    # An edge at the largest score of positive weight is dropped; an edge at
+    # 0 is kept (the first bin is then [0, 0]), as skcalib.metrics._binning.
+    top = min(1.0, max(v for v, _ in pairs))
+    interior = sorted({e for e in interior if e < top})
     return [0.0, *interior, 1.0]
 
 

@@ -158,23 +158,24 @@ def test_proper_scores_equal_one_shot_float64(weighted, k):
 
 
 def test_proper_scores_float32_are_float64_sums():
-    """Float32 input: the per-sample losses (float32 clipping, as log_loss)
-    summed in float64; scikit-learn's one-shot sums in float32, so it agrees
-    only to float32 precision."""
+    """Float32 input: the per-sample losses (the true-class probability in
+    float64, floored at float64 eps for every dtype) summed in float64, the
+    same rule and value as the metric functions."""
     y, p = _data(n=5000, k=3, dtype=np.float32, seed=7)
-    p[0] = [1.0, 0.0, 0.0]  # clipped at float32 eps
+    p[0] = [1.0, 0.0, 0.0]  # floored at float64 eps: costs 36.04
     y[0] = 1
     acc = _accumulate(y, p)
-    eps = np.finfo(np.float32).eps
-    p_true = np.clip(p[np.arange(y.size), y], eps, np.float32(1) - eps)
-    nll = -np.log(p_true.astype(np.float64)).mean()
+    eps = np.finfo(np.float64).eps
+    p_true = np.maximum(p[np.arange(y.size), y].astype(np.float64), eps)
+    nll = -np.log(p_true).mean()
     onehot = np.eye(3)[y]
     brier = ((p.astype(np.float64) - onehot) ** 2).sum(axis=1).mean()
     assert acc.negative_log_likelihood() == pytest.approx(nll, abs=1e-12)
     assert acc.brier_score() == pytest.approx(brier, abs=1e-12)
     assert acc.negative_log_likelihood() == pytest.approx(
-        negative_log_likelihood(y, p), rel=1e-6
+        negative_log_likelihood(y, p), abs=1e-12
     )
+    assert acc.brier_score() == pytest.approx(brier_score(y, p), abs=1e-12)
 
 
 def test_string_labels_and_label_order():
@@ -310,7 +311,7 @@ def test_float32_chunks_bin_in_float32():
     """0.3 in float32 sits on the float32 edge 0.3: lower bin, as one-shot."""
     p = np.array([0.3, 0.7, 0.3, 0.9, 0.1], dtype=np.float32)
     y = np.array([1, 1, 0, 1, 0])
-    acc = CalibrationAccumulator(n_bins=10)
+    acc = CalibrationAccumulator(n_bins=10, labels=[0, 1])  # 1st chunk: only 1s
     acc.update(y[:2], p[:2]).update(y[2:], p[2:])
     _assert_curves_equal(
         acc.reliability_curve(kind="classwise"),
@@ -408,10 +409,12 @@ def test_first_chunk_fixes_the_classes():
         CalibrationAccumulator().update(["a", "b"], p)
     acc = CalibrationAccumulator(labels=["a", "b", "c"]).update(["a", "b"], p)
     np.testing.assert_array_equal(acc.classes_, ["a", "b", "c"])
-    # Integer labels of a chunk missing classes: columns are 0..K-1, and a
-    # later label outside them is an error (never a silent mix-up).
-    acc = CalibrationAccumulator().update([0, 1], p)
+    # Integer labels of a chunk missing classes: never guessed as 0..K-1.
+    with pytest.raises(ValueError, match="pass labels="):
+        CalibrationAccumulator().update([0, 1], p)
+    acc = CalibrationAccumulator(labels=[0, 1, 2]).update([0, 1], p)
     np.testing.assert_array_equal(acc.classes_, [0, 1, 2])
+    # A later label outside them is an error (never a silent mix-up).
     with pytest.raises(ValueError, match=r"label\(s\) \[3\]"):
         acc.update([3], p[:1])
 

@@ -305,9 +305,11 @@ def test_binary_positive_class_is_larger_label_or_labels_1():
 def test_more_columns_than_classes_present():
     y, p = _data(seed=16, k=5)
     keep = y != 4
-    a = expected_calibration_error(y[keep], p[keep])
-    b = expected_calibration_error(y[keep], p[keep], labels=[0, 1, 2, 3, 4])
-    assert a == b
+    # y_true does not say which column is which class: never guessed.
+    with pytest.raises(ValueError, match="5 columns but y_true has 4 distinct"):
+        expected_calibration_error(y[keep], p[keep])
+    got = expected_calibration_error(y[keep], p[keep], labels=[0, 1, 2, 3, 4])
+    assert got == pytest.approx(ref_ece(y[keep], p[keep]), abs=1e-12)
 
 
 # ------------------------------------------------------------------ debias
@@ -442,9 +444,11 @@ def test_ties_resolved_like_argmax():
     p3 = np.array([[0.4, 0.4, 0.2], [0.2, 0.4, 0.4], [1 / 3, 1 / 3, 1 / 3]])
     for y3 in ([0, 1, 0], [1, 2, 2]):
         for kind in KINDS:
-            assert expected_calibration_error(y3, p3, n_bins=5, kind=kind) == (
-                pytest.approx(ref_ece(np.array(y3), p3, n_bins=5, kind=kind), abs=1e-15)
+            got = expected_calibration_error(
+                y3, p3, n_bins=5, kind=kind, labels=[0, 1, 2]
             )
+            want = ref_ece(np.array(y3), p3, n_bins=5, kind=kind)
+            assert got == pytest.approx(want, abs=1e-15)
 
 
 @pytest.mark.parametrize("weighted", [False, True])

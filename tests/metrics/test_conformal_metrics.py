@@ -71,9 +71,12 @@ def test_labels_strings_and_absent_classes():
     assert set_coverage_score(
         names[Y], SETS[:, perm], labels=names[perm]
     ) == set_coverage_score(Y, SETS)
-    # class 3 never occurs: integer labels 0..K-1 are the columns, NaN for it
+    # class 3 never occurs: the columns are not guessed, labels= names them
     sets4 = np.column_stack([SETS, np.ones(5, dtype=bool)])
-    cw = classwise_set_coverage(Y, sets4)
+    with pytest.raises(ValueError, match="4 columns but y_true has 3 distinct"):
+        classwise_set_coverage(Y, sets4)
+    cw = classwise_set_coverage(Y, sets4, labels=[0, 1, 2, 3])
+    np.testing.assert_array_equal(cw[:3], classwise_set_coverage(Y, SETS))
     assert np.isnan(cw[3]) and cw.shape == (4,)
     with pytest.raises(ValueError, match=r"label\(s\) \['emu'\] that are not in"):
         set_coverage_score(np.append(names[Y][:4], "emu"), SETS, labels=names)

@@ -159,8 +159,11 @@ def test_get_scorer_fallback_and_names():
 
 def test_scorer_with_missing_class_in_fold(multiclass):
     clf, X, y = multiclass
-    keep = y != 2  # integer labels 0..2, class 2 absent: columns are 0..K-1
+    keep = y != 2  # class 2 absent from y: the scorer names the columns
+    proba = clf.predict_proba(X[keep])
     value = ece_scorer(clf, X[keep], y[keep])
     assert value == pytest.approx(
-        -expected_calibration_error(y[keep], clf.predict_proba(X[keep]))
+        -expected_calibration_error(y[keep], proba, labels=clf.classes_)
     )
+    with pytest.raises(ValueError, match="pass labels="):
+        expected_calibration_error(y[keep], proba)

@@ -156,10 +156,12 @@ def test_bad_class_index():
 def test_single_class_needs_labels_for_1d():
     with pytest.raises(ValueError, match=r"1-D y_proba is for binary.*\['a'\]"):
         expected_calibration_error(["a", "a"], [0.2, 0.3])
-    # Integer 0/1 labels: the two classes are known to be 0 and 1.
-    assert expected_calibration_error([1, 1], [0.75, 1.0], n_bins=4) == (
-        pytest.approx(0.125)
-    )
+    # Integer 0/1 labels are not guessed either (as sklearn's log_loss).
+    with pytest.raises(ValueError, match=r"1-D y_proba is for binary.*labels="):
+        expected_calibration_error([1, 1], [0.75, 1.0], n_bins=4)
+    assert expected_calibration_error(
+        [1, 1], [0.75, 1.0], n_bins=4, labels=[0, 1]
+    ) == pytest.approx(0.125)
     assert expected_calibration_error(["a", "a"], [0.2, 0.3], labels=["a", "b"]) == (
         pytest.approx(0.25)
     )
