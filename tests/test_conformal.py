@@ -12,7 +12,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, cross_validate
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
-from test_common import RAW_SCORE_XFAILS
+from test_common import RANGE_XFAILS, RAW_SCORE_XFAILS
 
 from skcalib.calibration._conformal import (
     ConformalClassifier,
@@ -109,7 +109,7 @@ def _random_proba(n, k, rng, ties=False):
             method="aps", calibrator=TemperatureCalibrator(), include_top=True
         ),
     ],
-    expected_failed_checks=lambda estimator: RAW_SCORE_XFAILS,
+    expected_failed_checks=lambda estimator: {**RAW_SCORE_XFAILS, **RANGE_XFAILS},
 )
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():

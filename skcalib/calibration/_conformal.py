@@ -19,6 +19,10 @@ __all__ = ["ConformalClassifier"]
 _LEVEL_RTOL = 1e-10
 #: Work arrays of the set computation hold at most this many cells per block.
 _BLOCK_CELLS = 1 << 20
+#: Constants of the SplitMix64 finaliser (Steele, Lea & Flood 2014).
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
 
 
 # ------------------------------------------------------------------ algorithm
@@ -101,6 +105,42 @@ def aps_mass_above(proba):
     above = np.empty_like(proba)
     np.put_along_axis(above, order, before, axis=1)
     return above
+
+
+def _mix64(h):
+    """SplitMix64 finaliser of a uint64 array (wraps modulo 2**64, no warning)."""
+    h = h + _GOLDEN
+    h = (h ^ (h >> np.uint64(30))) * _MIX1
+    h = (h ^ (h >> np.uint64(27))) * _MIX2
+    return h ^ (h >> np.uint64(31))
+
+
+def row_uniforms(proba, seed):
+    """One uniform on [0, 1) per row, a function of the seed and the row only.
+
+    The row's probabilities, as float64 bit patterns (``-0.0`` read as
+    ``0.0``), are folded into a 64-bit hash one column at a time with the
+    SplitMix64 finaliser, starting from the hashed ``seed``; the top 53 bits
+    of the hash are the uniform. A row therefore gets the same uniform in
+    every call and in any batch, equal rows get equal uniforms, and for a
+    random seed the uniforms of distinct rows behave as independent U(0, 1)
+    draws, independent of the labels.
+
+    Parameters
+    ----------
+    proba : ndarray of shape (n, K)
+    seed : int
+        Non-negative, below 2**63.
+
+    Returns
+    -------
+    u : ndarray of shape (n,), float64
+    """
+    bits = (np.ascontiguousarray(proba, dtype=np.float64) + 0.0).view(np.uint64)
+    h = _mix64(np.full(bits.shape[0], seed, dtype=np.uint64))
+    for j in range(bits.shape[1]):  # a loop over columns, vectorised over rows
+        h = _mix64(h ^ bits[:, j])
+    return (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
 
 def _blocks(n, k):
@@ -245,14 +285,18 @@ class ConformalClassifier(BaseCalibrator):
         on [0, 1], for coverage at most ``1 - alpha + 1 / (n + 1)`` (exact on
         average) instead of the conservative non-randomised sets; recommended
         for confident models, whose non-randomised APS sets are very large
-        (see Notes). Sets can then be empty (see ``include_top``).
+        (see Notes). Sets can then be empty (see ``include_top``). The
+        uniform of a row depends only on ``random_state`` and the row's
+        probabilities (see Notes, *Randomised sets*).
     include_top : bool, default=False
         Add the most probable class to every set, so that no set is empty.
         Coverage can only grow (the lower bound holds; the upper bound of
         randomised APS does not). Non-randomised APS sets always contain it.
     random_state : int, RandomState instance or None, default=None
-        Draws the uniforms of ``randomized=True``: ``n`` at fit, then a seed
-        for :meth:`predict_set`. Deterministic given an int.
+        ``randomized=True`` only: draws, at fit, the seed from which the
+        uniform of every calibration and test row is derived. Deterministic
+        given an int (or a ``RandomState`` in the same state); ``None``
+        draws a fresh seed at each fit.
     score_type : {"auto", "logit", "probability"}, default="auto"
         What raw ``X`` holds; see :class:`~skcalib._base.BaseCalibrator`.
     response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
@@ -311,8 +355,8 @@ class ConformalClassifier(BaseCalibrator):
     counts, total :math:`W`), :math:`\\hat q` is the smallest :math:`s_{(k)}`
     with :math:`\\sum_{i : s_i \\le s_{(k)}} w_i \\ge (1 - \\alpha)(W + 1)`:
     the test sample counts with weight 1, a weight of 2 equals a duplicated
-    row (not with ``randomized=True``, where each row draws its own
-    uniform), and scaling all weights changes the threshold. This is not the
+    row (also with ``randomized=True``: equal rows get equal uniforms), and
+    scaling all weights changes the threshold. This is not the
     covariate-shift weighting of Tibshirani et al. (2019).
 
     **Class-conditional (Mondrian) mode** (Vovk 2012; Ding et al. 2023):
@@ -344,9 +388,21 @@ class ConformalClassifier(BaseCalibrator):
     part of the held-out data and pass it as ``estimator`` of a
     ``ConformalClassifier`` fitted on the other part.
 
-    **Randomised sets.** :meth:`predict_set` draws one uniform per row from a
-    seed fixed at fit: the same ``X`` gives the same sets, but a row's
-    uniform depends on its position in ``X``.
+    **Randomised sets: the randomness contract.** At fit one seed is drawn
+    from ``random_state``. The uniform :math:`u` of a row, at fit and in
+    :meth:`predict_set` alike, is a hash of that seed and of the row's
+    probabilities :math:`p(x)` (their float64 bits, see
+    ``row_uniforms`` in this module); nothing else enters it. So a row gets the same
+    :math:`u`, hence the same set, whether it is predicted alone, in any
+    batch or at any position, repeated calls give the same sets,
+    :meth:`predict_set` changes no state, and the coverage of a test set
+    does not depend on how its rows are batched. Over the random seed the
+    :math:`u` of distinct rows are independent uniforms, independent of the
+    labels, and calibration and test rows are treated alike, which is what
+    the coverage guarantee needs. Rows with identical probabilities share
+    their :math:`u` (the ``1 / (n + 1)`` upper bound assumes distinct
+    scores anyway). Float32 and float64 inputs that round to different
+    probabilities get different uniforms.
 
     References
     ----------
@@ -388,6 +444,10 @@ class ConformalClassifier(BaseCalibrator):
         "include_top": ["boolean"],
         "random_state": ["random_state"],
     }
+
+    #: Weights are repetition counts and the test sample counts with weight 1
+    #: (the level is ``(1 - alpha)(W + 1)``): they are used as given.
+    _rescale_sample_weight = False
 
     def __init__(
         self,
@@ -463,11 +523,11 @@ class ConformalClassifier(BaseCalibrator):
         self.calibrator_ = self._fit_calibrator(scores, y, sample_weight)
         proba = self._predict_proba(scores)
         u = None
-        self._set_seed = None  # the seed of predict_set's uniforms, if any
+        self._set_seed = None  # the seed of the rows' uniforms, if any
         if self.randomized:
             rng = check_random_state(self.random_state)
-            u = rng.uniform(size=y.size)
             self._set_seed = int(rng.randint(np.iinfo(np.int32).max))
+            u = row_uniforms(proba, self._set_seed)
         s = label_scores(proba, y, self.method, u)
         if not self.class_conditional:
             self.threshold_ = conformal_quantile(s, self.alpha, sample_weight)
@@ -512,14 +572,17 @@ class ConformalClassifier(BaseCalibrator):
         -------
         sets : ndarray of shape (n_samples, n_classes), dtype=bool
             ``sets[i, k]`` is True when ``classes_[k]`` is in the set of
-            sample ``i``. Set sizes are ``sets.sum(axis=1)``.
+            sample ``i``. Set sizes are ``sets.sum(axis=1)``. The set of a
+            row does not depend on the other rows of ``X`` (with
+            ``randomized=True`` too: its uniform is a function of
+            ``random_state`` and the row, see Notes).
         """
         check_is_fitted(self)
         scores = self._scores(*self._raw_scores(X, reset=False), reset=False)
         proba = self._predict_proba(scores)
         u = None
         if self._set_seed is not None:
-            u = np.random.RandomState(self._set_seed).uniform(size=proba.shape[0])
+            u = row_uniforms(proba, self._set_seed)
         return prediction_sets(
             proba, self.method, self.threshold_, u, include_top=self.include_top
         )

@@ -8,6 +8,10 @@ from skcalib.metrics import (
     calibration_error_interval,
     expected_calibration_error,
 )
+from skcalib.metrics._calibration_error import reduce_totals
+from skcalib.metrics._curve import cell_assignment
+from skcalib.metrics._interval import bootstrap_totals, group_bootstrap_totals
+from skcalib.metrics._validation import check_metric_inputs
 
 
 def _data(n=300, k=3, seed=0):
@@ -23,16 +27,15 @@ def _data(n=300, k=3, seed=0):
 )
 @pytest.mark.parametrize("weighted", [False, True])
 def test_vectorised_bootstrap_equals_loop(kind, norm, debias, weighted):
+    # The row bootstrap (weighted data, classwise errors) against a loop of
+    # expected_calibration_error over the same draws.
     y, p = _data()
     n, k = p.shape
     w = np.random.default_rng(1).uniform(0.5, 2, n) if weighted else None
     kw = dict(kind=kind, norm=norm, debias=debias, n_bins=10)
-    ci = calibration_error_interval(
-        y, p, sample_weight=w, n_resamples=25, random_state=42, **kw
-    )
-    assert ci.estimate == pytest.approx(
-        expected_calibration_error(y, p, sample_weight=w, **kw), abs=1e-14
-    )
+    inp = check_metric_inputs(y, p, sample_weight=w)
+    cells = cell_assignment(inp, kind, 10, "uniform", top=None)
+    boot = bootstrap_totals(inp, cells, 25, np.random.RandomState(42))
     draws = np.random.RandomState(42).randint(0, n, size=(25, n))
     loop = [
         expected_calibration_error(
@@ -44,7 +47,46 @@ def test_vectorised_bootstrap_equals_loop(kind, norm, debias, weighted):
         )
         for i in draws
     ]
-    np.testing.assert_allclose(ci.bootstrap_distribution, loop, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        reduce_totals(boot, kind, norm, debias), loop, rtol=0, atol=1e-12
+    )
+    ci = calibration_error_interval(
+        y, p, sample_weight=w, n_resamples=25, random_state=42, **kw
+    )
+    assert ci.statistic == pytest.approx(
+        expected_calibration_error(y, p, sample_weight=w, **kw), abs=1e-14
+    )
+    if weighted or kind == "classwise":  # the row bootstrap is the one used
+        np.testing.assert_allclose(ci.bootstrap_distribution, loop, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["confidence", "top_label"])
+def test_group_bootstrap_has_the_row_bootstrap_moments(kind):
+    # Per cell, the row bootstrap gives: weight (count) ~ Binomial(n, n_c/n),
+    # correct count ~ Binomial(n, a_c/n), E[conf sum] = n_c * mean_c, and
+    # Var[conf sum] = n * (E_row[conf^2 1_c] - (E_row[conf 1_c])^2).
+    y, p = _data(n=400, seed=5)
+    inp = check_metric_inputs(y, p)
+    cells = cell_assignment(inp, kind, 6, "uniform", top=None)
+    boot = group_bootstrap_totals(cells, 40_000, np.random.RandomState(0))
+    n = y.size
+    n_cells = cells.n_groups * cells.n_bins
+    n_c = np.bincount(cells.cells, minlength=n_cells)
+    a_c = np.bincount(cells.cells, weights=cells.target, minlength=n_cells)
+    s_c = np.bincount(cells.cells, weights=cells.value, minlength=n_cells)
+    q_c = np.bincount(cells.cells, weights=cells.value**2, minlength=n_cells)
+    flat = boot.reshape(boot.shape[0], 5, -1)
+    se = np.sqrt(n * (n_c / n) * (1 - n_c / n) / boot.shape[0]) + 1e-12
+    np.testing.assert_array_less(np.abs(flat[:, 0].mean(0) - n_c), 5 * se)
+    np.testing.assert_allclose(
+        flat[:, 0].var(0), n * (n_c / n) * (1 - n_c / n), rtol=0.05, atol=1e-9
+    )
+    np.testing.assert_allclose(
+        flat[:, 2].var(0), n * (a_c / n) * (1 - a_c / n), rtol=0.05, atol=1e-9
+    )
+    var_conf = n * (q_c / n - (s_c / n) ** 2)
+    np.testing.assert_allclose(flat[:, 1].var(0), var_conf, rtol=0.05, atol=1e-9)
+    np.testing.assert_array_equal(flat[:, 0], flat[:, 3])  # unweighted: W2 = W
 
 
 def test_interval_fields_and_determinism():
@@ -52,23 +94,32 @@ def test_interval_fields_and_determinism():
     a = calibration_error_interval(y, p, n_resamples=200, random_state=0)
     b = calibration_error_interval(y, p, n_resamples=200, random_state=0)
     assert isinstance(a, CalibrationErrorInterval)
-    assert (a.low, a.high) == (b.low, b.high)
-    assert a.low <= a.high
+    assert (a.low, a.estimate, a.high) == (b.low, b.estimate, b.high)
+    assert 0 <= a.low <= a.estimate <= a.high
+    assert a.statistic == expected_calibration_error(y, p)
     assert a.bootstrap_distribution.shape == (200,)
     assert not a.bootstrap_distribution.flags.writeable
     assert a.standard_error == pytest.approx(a.bootstrap_distribution.std(ddof=1))
-    q = np.quantile(a.bootstrap_distribution, [0.025, 0.975])
-    assert (a.low, a.high) == pytest.approx(tuple(q))
-    c = calibration_error_interval(
-        y, p, n_resamples=200, random_state=0, method="basic"
-    )
-    assert (c.low, c.high) == pytest.approx(
-        (max(2 * a.estimate - q[1], 0.0), 2 * a.estimate - q[0])
-    )
+    assert a.method.startswith("inversion of a bootstrap test")
+    assert "bootstrap_distribution" not in repr(a)
     narrow = calibration_error_interval(
         y, p, n_resamples=200, random_state=0, confidence_level=0.5
     )
     assert a.low <= narrow.low <= narrow.high <= a.high
+    q = np.quantile(a.bootstrap_distribution, [0.025, 0.975])
+    with pytest.warns(FutureWarning, match="method='percentile'"):
+        c = calibration_error_interval(
+            y, p, n_resamples=200, random_state=0, method="percentile"
+        )
+    assert c.method == "percentile bootstrap of the plug-in estimator"
+    assert (c.low, c.high) == pytest.approx(
+        (min(q[0], a.statistic), max(q[1], a.statistic))
+    )
+    with pytest.warns(FutureWarning, match="method='basic'"):
+        d = calibration_error_interval(
+            y, p, n_resamples=200, random_state=0, method="basic"
+        )
+    assert d.low <= d.estimate == a.statistic <= d.high
 
 
 def test_quantile_bins_are_held_fixed():
@@ -76,18 +127,23 @@ def test_quantile_bins_are_held_fixed():
     ci = calibration_error_interval(
         y, p, strategy="quantile", n_resamples=50, random_state=1
     )
-    assert ci.estimate == pytest.approx(
+    assert ci.statistic == pytest.approx(
         expected_calibration_error(y, p, strategy="quantile")
     )
     assert np.all(np.isfinite(ci.bootstrap_distribution))
+    assert ci.low <= ci.estimate <= ci.high
 
 
 def test_large_n_runs_in_blocks():
     rng = np.random.default_rng(4)
     p = rng.uniform(size=50_000)
     y = (rng.uniform(size=p.size) < p).astype(int)
-    ci = calibration_error_interval(y, p, n_resamples=100, random_state=0)
-    assert 0 <= ci.low <= ci.estimate <= ci.high < 0.02
+    w = rng.uniform(0.5, 1.5, size=p.size)
+    for weight in (None, w):
+        ci = calibration_error_interval(
+            y, p, sample_weight=weight, n_resamples=100, random_state=0
+        )
+        assert 0 <= ci.low <= ci.estimate <= ci.high < 0.02
 
 
 # ---------------------------------------------------------------- coverage
@@ -130,32 +186,34 @@ def _coverage(truth, *, n, reps, seed, **kwargs):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_coverage_of_debiased_l2_percentile_interval(scenario):
-    # Percentile bootstrap of the debiased L2 error (signed root) covers the
-    # true binned L2 error at about the nominal 95% whether the model is
-    # badly, mildly or not miscalibrated. 300 draws of 2000 samples: the
-    # Monte-Carlo standard error is 0.013; we accept 0.95 +- 0.05.
-    # Measured with these seeds: 0.937 (over-confident), 0.920 (mild), 0.943
-    # (calibrated); exploratory runs at n=1000 and 5000 gave 0.915-0.95.
+@pytest.mark.parametrize("norm, debias", [("l1", False), ("l2", True)])
+def test_coverage_of_the_default_interval(scenario, norm, debias):
+    # The test-inversion interval covers the true binned error at about the
+    # nominal 95% whether the model is badly, mildly or not miscalibrated.
+    # 300 draws of 2000 samples: Monte-Carlo standard error 0.013. Measured
+    # with these seeds: L1 0.923 / 0.903 / 0.960, debiased L2 0.937 / 0.953
+    # / 0.957 (over-confident / mild / calibrated). L1 with gaps of the
+    # order of their noise ("mild") is the weak spot: 4-5 points short.
+    # Accepted: 0.95 +- 0.05.
     cov = _coverage(
-        SCENARIOS[scenario], n=2000, reps=300, seed=0, norm="l2", debias=True
+        SCENARIOS[scenario], n=2000, reps=300, seed=0, norm=norm, debias=debias
     )
     assert abs(cov - 0.95) <= 0.05, cov
 
 
 @pytest.mark.slow
-def test_coverage_of_plugin_l1_depends_on_bias():
+def test_coverage_of_the_deprecated_plugin_percentile_interval():
     # Plug-in ECE is biased upwards by about sum_b P_b sqrt(2/pi) sigma_b when
     # the gaps are small against their noise, and the bootstrap reproduces
     # the bias on top: the percentile interval covers the truth only when the
     # model is clearly miscalibrated, and never when it is calibrated (its
-    # lower end is > 0 = the truth). This records that known limitation.
-    # Measured with these seeds: 0.96 (over-confident), 0.0 (calibrated),
-    # 0.525 (mild, percentile), 0.905 (mild, basic).
-    over = _coverage(SCENARIOS["over-confident"], n=2000, reps=200, seed=1)
-    assert abs(over - 0.95) <= 0.06, over
-    calibrated = _coverage(SCENARIOS["calibrated"], n=2000, reps=50, seed=2)
+    # lower end is > 0 = the truth). This records why it is deprecated.
+    with pytest.warns(FutureWarning):
+        over = _coverage(
+            SCENARIOS["over-confident"], n=2000, reps=100, seed=1, method="percentile"
+        )
+        calibrated = _coverage(
+            SCENARIOS["calibrated"], n=2000, reps=50, seed=2, method="percentile"
+        )
+    assert abs(over - 0.95) <= 0.08, over
     assert calibrated == 0.0
-    # "basic" subtracts the bias the bootstrap sees: better, not nominal.
-    basic = _coverage(SCENARIOS["mild"], n=2000, reps=200, seed=3, method="basic")
-    assert basic > 0.8, basic
