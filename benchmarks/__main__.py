@@ -1,9 +1,11 @@
-"""``python -m benchmarks {speed,quality} [options]`` (run from the repo root)."""
+"""``python -m benchmarks {speed,quality,...} [options]`` (run from the repo root)."""
 
 import sys
 
 USAGE = """\
-usage: python -m benchmarks {speed,quality,conformal,large,large-fit,auto} [options]
+usage: python -m benchmarks COMMAND [options]
+
+commands: speed, quality, auto, large, large-fit, conformal, report
 
   speed    time skcalib's calibrators and metrics against sklearn, netcal,
            torchmetrics, ... (writes speed.md)
@@ -17,6 +19,9 @@ usage: python -m benchmarks {speed,quality,conformal,large,large-fit,auto} [opti
            and Dask against in memory at 1e7 (writes large_fit.md)
   conformal  coverage and set size of ConformalClassifier over random splits
            of the real predictions, and its speed (writes conformal.md)
+  report   python -m skcalib report on a generated 1e6-row, 10-class CSV:
+           reading time, whole run and peak memory (prints; --before DIR
+           compares with an older skcalib)
 
 Each command has --help. Full runs write benchmarks/results/; --quick runs
 write to a temporary folder unless --out is given."""
@@ -40,6 +45,8 @@ def main(argv=None):
         from benchmarks.bench_large_fit import main as run
     elif command == "conformal":
         from benchmarks.bench_conformal import main as run
+    elif command == "report":
+        from benchmarks.bench_report import main as run
     else:
         print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2

@@ -1,8 +1,16 @@
 """``skcalib report``: how miscalibrated is my model, and which calibrator fixes
-it best? Also ``python -m skcalib`` (the report on built-in data)."""
+it best? Also ``python -m skcalib`` (the report on built-in data).
+
+Exit status: 0 success; 1 a problem with the input data or with what they do
+not decide (the message names the option that decides it); 2 a usage error
+(unknown option, method or value); 3 an output that cannot be written safely
+(``--out``, ``--html``). Errors are one line on stderr; ``--debug`` shows the
+traceback.
+"""
 
 import argparse
 import json
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -11,16 +19,31 @@ import numpy as np
 
 __all__ = ["main"]
 
+EXIT_DATA, EXIT_USAGE, EXIT_OUTPUT = 1, 2, 3
+
 _COLUMNS = [
-    ("method", "method", "{}"),
-    ("ece", "ECE", "{:.4f}"),
-    ("ece_ci", "ECE 95% CI", "{}"),
-    ("mce", "MCE", "{:.4f}"),
-    ("classwise_ece", "cw-ECE", "{:.4f}"),
-    ("brier", "Brier", "{:.4f}"),
-    ("nll", "NLL", "{:.4f}"),
-    ("accuracy", "accuracy", "{:.4f}"),
-    ("fit_seconds", "fit s", "{:.3f}"),
+    ("method", "method"),
+    ("ece", "ECE"),
+    ("ece_ci", "ECE 95% boot. CI"),
+    ("mce", "MCE"),
+    ("classwise_ece", "cw-ECE"),
+    ("brier", "Brier"),
+    ("nll", "NLL"),
+    ("accuracy", "accuracy"),
+    ("fit_seconds", "fit s"),
+]
+
+LEGEND = [
+    "ECE: confidence (top-1) expected calibration error, 15 equal-width bins "
+    "(the plug-in value, biased upwards for small bins)",
+    "ECE 95% boot. CI: 95% interval of the true binned ECE, by inversion of a "
+    "bootstrap test (200 resamples); lower end 0 when calibration is not rejected",
+    "MCE: largest gap of those bins; cw-ECE: classwise ECE (mean over classes)",
+    "Brier: mean squared error of the probabilities (halved for two classes); "
+    "NLL: mean negative log-likelihood",
+    "accuracy: share of rows whose most probable class is the label; "
+    "fit s: fit time summed over the folds",
+    "every calibrated score is out of fold (cross-fitted); * lowest NLL",
 ]
 
 
@@ -51,43 +74,51 @@ class _Progress:
             sys.stderr.flush()
 
 
-def _cells(row):
+def method_label(row):
+    """``auto`` says what it chose: ``auto (temperature 5/5 folds)``."""
+    from skcalib._report import describe_choice
+
+    if row.get("chosen"):
+        return f"{row['method']}: {describe_choice(row['chosen'])}"
+    return row["method"]
+
+
+def cells(row):
+    """The table cells of one row, as strings."""
     out = []
-    for key, _, fmt in _COLUMNS:
+    for key, _ in _COLUMNS:
         if key == "ece_ci":
             out.append(f"[{row['ece_low']:.4f}, {row['ece_high']:.4f}]")
         elif key == "method":
-            out.append(row["method"] + (" *" if row.get("best") else ""))
+            out.append(method_label(row) + (" *" if row.get("best") else ""))
+        elif key == "fit_seconds":
+            out.append(f"{row[key]:.3f}")
         else:
-            out.append(fmt.format(row[key]))
+            out.append(f"{row[key]:.4f}")
     return out
 
 
-def format_table(rows, fmt):
-    """The report table as text, markdown or JSON."""
+def format_table(rows, fmt, report=None):
+    """The report table as text or markdown; ``"json"``: the whole report
+    (``report``, the object written to report.json) or the rows."""
     if fmt == "json":
-        return json.dumps(rows, indent=2)
-    header = [title for _, title, _ in _COLUMNS]
-    body = [_cells(r) for r in rows]
+        return json.dumps(rows if report is None else report, indent=2)
+    header = [title for _, title in _COLUMNS]
+    body = [cells(r) for r in rows]
     if fmt == "markdown":
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(r) + " |" for r in body]
         return "\n".join(lines)
     widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(header)]
-    line = "  ".join(
-        h.ljust(w) if i == 0 else h.rjust(w)
-        for i, (h, w) in enumerate(zip(header, widths, strict=True))
-    )
-    lines = [line, "-" * len(line)]
-    for r in body:
-        lines.append(
-            "  ".join(
-                c.ljust(w) if i == 0 else c.rjust(w)
-                for i, (c, w) in enumerate(zip(r, widths, strict=True))
-            )
+
+    def line(items):
+        return "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(items, widths, strict=True))
         )
-    lines.append("* lowest out-of-fold NLL")
-    return "\n".join(lines)
+
+    head = line(header)
+    return "\n".join([head, "-" * len(head), *map(line, body)])
 
 
 def _parser(methods):
@@ -101,8 +132,12 @@ def _parser(methods):
         "report",
         help="report on a predictions file (CSV or NPZ) or on built-in data",
         description="Cross-fit every calibrator on the predictions (each score is "
-        "computed out of fold) and print ECE (with a bootstrap 95% interval), MCE, "
+        "computed out of fold) and print ECE (with a bootstrap 95%% interval), MCE, "
         "classwise ECE, Brier, NLL, accuracy and fit time, sorted by NLL.",
+        epilog="CSV score columns are matched to classes by name: '<label>', "
+        "'p_<label>', 'p<label>', 'proba_<label>', 'prob_<label>' (any order); "
+        "other columns are ignored and listed. Exit status: 0 ok, 1 data error, "
+        "2 usage error, 3 output error.",
     )
     rep.add_argument(
         "path",
@@ -119,9 +154,20 @@ def _parser(methods):
     rep.add_argument("--label-col", help="CSV: label column (name or 0-based index)")
     rep.add_argument(
         "--score-cols",
-        help="CSV: comma-separated score columns "
-        "(names or indices); default: all but the label column",
+        help="CSV: comma-separated score columns (names or indices); default: "
+        "the columns named after the classes",
     )
+    rep.add_argument(
+        "--classes",
+        help="CSV: comma-separated class of each score column, in column order "
+        "(when the column names do not say)",
+    )
+    rep.add_argument(
+        "--positive-label",
+        help="CSV with one score column for two classes: the class it scores "
+        "(default: its name if it names a class, else the greater label)",
+    )
+    rep.add_argument("--encoding", help="CSV text encoding (default UTF-8)")
     rep.add_argument(
         "--score-type",
         choices=["auto", "logit", "probability"],
@@ -134,122 +180,273 @@ def _parser(methods):
         help=f"comma-separated subset of {','.join(methods)}",
     )
     rep.add_argument("--cv", type=int, default=5, help="folds (default 5)")
-    rep.add_argument("--random-state", type=int, default=0)
+    rep.add_argument(
+        "--random-state",
+        type=int,
+        default=0,
+        help="seed of the folds, the bootstrap and the calibrators (default 0)",
+    )
     rep.add_argument("--format", choices=["text", "markdown", "json"], default="text")
     rep.add_argument(
         "--out",
-        help="directory for reliability.png, report.json and best_calibrator.pkl",
+        help="folder for report.json, reliability.png, best_calibrator.pkl and "
+        "manifest.json (this run's files and their SHA-256)",
+    )
+    rep.add_argument("--html", help="write a self-contained HTML report to this file")
+    rep.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the outputs of an earlier run (never through a symlink)",
     )
     rep.add_argument("--quiet", action="store_true", help="no progress bar")
+    rep.add_argument("--debug", action="store_true", help="tracebacks on errors")
     return parser
 
 
 def _load(args):
-    from skcalib._report import DataError, read_csv, read_npz
+    from skcalib._report_io import DataError, Predictions, ReadOptions, read_predictions
 
     if args.path is None:
-        from skcalib.datasets import load_predictions
+        from skcalib.datasets import list_datasets, load_predictions
 
+        if args.dataset not in list_datasets():
+            raise DataError(
+                f"--dataset: unknown built-in data set {args.dataset!r}; choose "
+                f"one of {list_datasets()}"
+            )
         data = load_predictions(args.dataset)
-        return data.labels, data.probs, "probability", f"built-in:{args.dataset}"
-    path = Path(args.path)
-    if not path.exists():
-        raise DataError(f"{path}: no such file")
-    if path.suffix.lower() == ".npz":
-        labels, scores, kind = read_npz(path)
-    else:
-        labels, scores, kind = read_csv(path, args.label_col, args.score_cols)
-        if scores.shape[1] == 1:
-            scores = scores[:, 0]
-    return labels, scores, kind, str(path)
-
-
-def report(args, parser):
-    from skcalib._report import (
-        DataError,
-        available_methods,
-        check_data,
-        run_report,
+        classes = np.unique(data.labels)
+        return Predictions(
+            data.labels,
+            data.probs,
+            classes,
+            f"built-in:{args.dataset}",
+            "probability",
+            notes=["columns in sorted class order"],
+            kind_reason="built-in probabilities",
+        )
+    options = ReadOptions(
+        label_col=args.label_col,
+        score_cols=args.score_cols,
+        classes=args.classes,
+        positive_label=args.positive_label,
+        encoding=args.encoding,
     )
+    return read_predictions(Path(args.path), options)
 
-    methods = available_methods()
+
+def _chosen_methods(args, parser, methods):
+    from skcalib._report import SKIPPED_METHODS
+
     chosen = [m.strip() for m in args.methods.split(",") if m.strip()]
+    skipped = [m for m in chosen if m in SKIPPED_METHODS]
+    if skipped:
+        parser.error(
+            f"--methods: {skipped[0]!r} is not reported: {SKIPPED_METHODS[skipped[0]]}"
+        )
     unknown = [m for m in chosen if m not in methods]
     if unknown or not chosen:
         parser.error(f"--methods: unknown {unknown}; choose from {list(methods)}")
     if args.cv < 2:
         parser.error("--cv must be at least 2")
+    return {m: methods[m] for m in chosen}
+
+
+def report(args, parser):
+    """Run the report; return the exit status."""
+    from skcalib._report import available_methods
+
+    methods = _chosen_methods(args, parser, available_methods())
+    if args.debug:
+        return _report(args, methods)
+    from skcalib._report_io import DataError
+    from skcalib._report_out import OutputError
+
     try:
-        labels, scores, kind, source = _load(args)
-        score_type = args.score_type or kind or "auto"
-        check_data(labels, scores, source, args.cv)
-        progress = _Progress(
-            args.cv * len(chosen), enabled=not args.quiet and sys.stderr.isatty()
-        )
-        try:
-            rows, probas = run_report(
-                scores,
-                labels,
-                methods={m: methods[m] for m in chosen},
-                score_type=score_type,
-                cv=args.cv,
-                random_state=args.random_state,
-                progress=progress,
-            )
-        finally:
-            progress.close()
-        _print_report(
-            args,
-            rows,
-            probas,
-            scores,
-            labels,
-            score_type,
-            source,
-            {m: methods[m] for m in chosen},
-        )
+        return _report(args, methods)
     except DataError as exc:
-        print(f"skcalib report: error: {exc}", file=sys.stderr)
-        return 1
+        return _fail(exc, EXIT_DATA)
+    except OutputError as exc:
+        return _fail(exc, EXIT_OUTPUT)
     except ValueError as exc:  # raised by the calibrators' own input checks
-        print(f"skcalib report: error: {source}: {exc}", file=sys.stderr)
-        return 1
+        source = args.path or f"built-in:{args.dataset}"
+        return _fail(f"{source}: {exc}", EXIT_DATA)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+
+
+def _fail(message, code):
+    text = " ".join(str(message).split())  # one line
+    print(f"skcalib report: error: {text}", file=sys.stderr)
+    return code
+
+
+def _report(args, methods):
+    from skcalib._report import check_data, prepare_scores, run_report
+    from skcalib._report_out import check_single, prepare_dir
+
+    if args.out:
+        prepare_dir(args.out)  # fail before the work, not after
+    if args.html:
+        check_single(args.html, args.force)
+    pred = _load(args)
+    scores, decision = prepare_scores(pred, args.score_type or pred.kind or "auto")
+    pred.scores = scores  # the file's copy can go (renormalised rows: a copy)
+    check_data(pred.labels, scores, pred.source, args.cv)
+    progress = _Progress(
+        args.cv * len(methods), enabled=not args.quiet and sys.stderr.isatty()
+    )
+    try:
+        rows, probas = run_report(
+            scores,
+            pred.labels,
+            methods=methods,
+            score_type=decision.score_type,
+            cv=args.cv,
+            random_state=args.random_state,
+            progress=progress,
+        )
+    finally:
+        progress.close()
+    meta = _meta(args, pred, decision, methods)
+    _print_report(args, rows, meta)
+    _write(args, rows, probas, scores, pred, decision, methods, meta)
     return 0
 
 
-def _print_report(args, rows, probas, scores, labels, score_type, source, methods):
-    from skcalib._report import write_outputs
+def _meta(args, pred, decision, methods):
+    import skcalib
+    from skcalib._report import INTERVAL
 
-    meta = {
-        "source": source,
-        "n_samples": int(labels.shape[0]),
-        "n_classes": int(np.unique(labels).size),
-        "score_type": score_type,
+    return {
+        "source": pred.source,
+        "n_samples": int(pred.labels.shape[0]),
+        "n_classes": int(pred.classes.size),
+        "classes": pred.classes.tolist(),
+        "class_columns": {str(k): v for k, v in pred.columns.items()},
+        "positive_label": pred.positive,
+        "score_type": decision.score_type,
+        "score_type_reason": _reason(args, pred, decision),
+        "n_renormalized_rows": int(decision.n_renormalized),
         "cv": args.cv,
         "random_state": args.random_state,
+        "methods": list(methods),
+        "ece_interval": INTERVAL,
+        "notes": list(pred.notes),
+        "legend": LEGEND,
+        "skcalib_version": skcalib.__version__,
     }
+
+
+def _reason(args, pred, decision):
+    if args.score_type is None and pred.kind is not None and pred.kind_reason:
+        reason = decision.reason.replace(
+            "score_type='probability' was given", "checked"
+        ).replace("score_type='logit' was given", "used as given")
+        return f"{pred.kind_reason}; {reason}"
+    return decision.reason
+
+
+def _header(meta):
+    lines = [
+        f"{meta['source']}: {meta['n_samples']} rows, {meta['n_classes']} classes, "
+        f"{meta['cv']}-fold cross-fitted calibrators, random state "
+        f"{meta['random_state']}",
+        f"score type: {meta['score_type']} ({meta['score_type_reason']})",
+    ]
+    mapping = [f"{k} <- {v}" for k, v in meta["class_columns"].items()]
+    if mapping:
+        more = f", ... ({len(mapping)} classes)" if len(mapping) > 6 else ""
+        lines.append("classes <- columns: " + ", ".join(mapping[:6]) + more)
+    lines += [f"note: {n}" for n in meta["notes"]]
+    return "\n".join(lines)
+
+
+def _print_report(args, rows, meta):
+    from skcalib._report import recommendation
+
+    meta["recommendation"] = recommendation(rows)
+    if args.format == "json":
+        print(format_table(rows, "json", report={**meta, "rows": rows}))
+        return
     if args.format == "text":
-        print(
-            f"{source}: {meta['n_samples']} rows, {meta['n_classes']} classes, "
-            f"{args.cv}-fold cross-fitted calibrators (score type {score_type})"
-        )
+        print(_header(meta))
+        print()
     print(format_table(rows, args.format))
+    print()
+    bullet = "  " if args.format == "text" else "- "
+    print("\n".join(bullet + line for line in LEGEND))
+    print()
+    print(f"recommendation: {meta['recommendation']}")
+
+
+def _write(args, rows, probas, scores, pred, decision, methods, meta):
+    if not (args.out or args.html):
+        return
+    from skcalib._report import fit_best
+    from skcalib._report_html import MATPLOTLIB_HINT, reliability_png
+    from skcalib._report_out import write_run, write_single
+
+    report_obj = {**meta, "rows": rows}
+    best = next(r for r in rows if r.get("best"))
+    calibrated = [r["method"] for r in rows[1:]]
+    names = ["uncalibrated"] + ([best["method"]] if best is not rows[0] else [])
+    png = reliability_png(
+        pred.labels,
+        probas,
+        names,
+        f"{meta['source']}: uncalibrated vs {best['method']}",
+    )
+    if png is None:
+        print(f"skcalib report: note: {MATPLOTLIB_HINT}", file=sys.stderr)
+    written = []
     if args.out:
-        written, note = write_outputs(
-            args.out,
-            rows,
-            probas,
-            scores,
-            labels,
-            score_type,
-            methods,
-            meta,
+        files = {"report.json": json.dumps(report_obj, indent=2).encode()}
+        if png is not None:
+            files["reliability.png"] = png
+        if best is not rows[0]:
+            cal = fit_best(
+                methods[best["method"]],
+                scores,
+                pred.labels,
+                decision.score_type,
+                args.random_state,
+            )
+            files["best_calibrator.pkl"] = pickle.dumps(cal)
+        run_meta = {
+            "source": meta["source"],
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "argv": sys.argv[1:],
+        }
+        written += write_run(args.out, files, args.force, run_meta)
+    if args.html:
+        page = _html(meta, rows, probas, pred, calibrated)
+        written.append(write_single(args.html, page.encode("utf-8"), args.force))
+    if args.format != "json":
+        for path in written:
+            print(f"wrote {path}")
+
+
+def _html(meta, rows, probas, pred, calibrated):
+    from skcalib._report_html import html_page, reliability_png
+
+    ranked = [r["method"] for r in rows[1:]][:2]  # sorted by NLL
+    images = []
+    for name in ["uncalibrated", *ranked]:
+        png = reliability_png(
+            pred.labels, probas, [name], f"{name}", figsize=(5, 6), dpi=90
         )
-        if note:
-            print(f"skcalib report: note: {note}", file=sys.stderr)
-        if args.format != "json":
-            for path in written:
-                print(f"wrote {path}")
+        if png is not None:
+            images.append((f"reliability: {name}", png))
+    return html_page(
+        meta,
+        rows,
+        _COLUMNS,
+        lambda r: cells(r),
+        LEGEND,
+        meta["recommendation"],
+        images,
+    )
 
 
 def main(argv=None):
@@ -263,5 +460,5 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.command != "report":
         parser.print_help()
-        return 2
+        return EXIT_USAGE
     return report(args, parser)

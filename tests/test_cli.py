@@ -10,7 +10,7 @@ import pytest
 from conftest import SHARED_DATA
 
 from skcalib._cli import format_table, main
-from skcalib._report import read_csv
+from skcalib._report_io import ReadOptions, read_csv
 
 
 def run(*args, cwd=None):
@@ -46,11 +46,12 @@ def test_builtin_report_text_and_outputs(tmp_path):
     out = res.stdout
     assert "built-in:cifar10_wideresnet: 10000 rows, 10 classes" in out
     lines = out.splitlines()
-    rows = [line.split()[0] for line in lines[3:6]]
+    top = next(i for i, line in enumerate(lines) if line.startswith("method")) + 2
+    rows = [line.split()[0] for line in lines[top : top + 3]]
     assert rows[0] == "uncalibrated"
     assert set(rows[1:]) == {"temperature", "histogram_binning"}
     # the uncalibrated row reproduces the reference ECE of the data README
-    assert lines[3].split()[1] == "0.0537"
+    assert lines[top].split()[1] == "0.0537"
     data = json.loads((tmp_path / "report.json").read_text())
     assert data["n_samples"] == 10000 and len(data["rows"]) == 3
     nll = [r["nll"] for r in data["rows"][1:]]
@@ -87,7 +88,7 @@ def test_report_on_shared_npz_files(relpath):
         "3",
     )
     assert res.returncode == 0, res.stderr
-    rows = json.loads(res.stdout)
+    rows = json.loads(res.stdout)["rows"]  # the shape of report.json
     assert [r["method"] for r in rows][0] == "uncalibrated"
     assert all(0 <= r["ece"] <= 1 and r["nll"] > 0 for r in rows)
 
@@ -118,8 +119,9 @@ def test_csv_with_header_string_labels_and_markdown(tmp_path):
     )
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines()[0].startswith("| method | ECE |")
-    labels, scores, _ = read_csv(path, "outcome", "p_yes")
-    assert labels[0] in ("yes", "no") and scores.shape == (400, 1)
+    pred = read_csv(path, ReadOptions(label_col="outcome", score_cols="p_yes"))
+    assert pred.labels[0] in ("yes", "no") and pred.scores.shape == (400,)
+    assert pred.positive == "yes"  # the column's name says which class
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,143 @@
+"""Figures and the self-contained HTML page of ``skcalib report``.
+
+matplotlib is imported only here, inside functions; the HTML page has its
+images inlined (``data:image/png;base64``), no script, style sheet or font
+from the network.
+"""
+
+import base64
+import html
+import io
+
+import numpy as np
+
+__all__ = []
+
+MATPLOTLIB_HINT = (
+    "matplotlib is not installed: no reliability diagram (pip install skcalib[plot])"
+)
+
+
+def _pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        from skcalib.plotting import ReliabilityDisplay
+    except ImportError:
+        return None, None
+    return plt, ReliabilityDisplay
+
+
+def reliability_png(y, probas, names, title, figsize=(6, 7), dpi=120):
+    """PNG bytes of the reliability diagram of ``names`` overlaid, or None
+    without matplotlib."""
+    plt, display = _pyplot()
+    if plt is None:
+        return None
+    classes = np.unique(y)
+    fig, ax = plt.subplots(figsize=figsize)
+    try:
+        for name in names:
+            label = name if name == "uncalibrated" else f"{name} (out of fold)"
+            display.from_predictions(
+                y, probas[name], labels=classes, ax=ax, name=label, show_histogram=True
+            )
+        ax.set_title(title)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    return buf.getvalue()
+
+
+_CSS = """
+body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto;
+       padding: 0 1em; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; }
+th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+tr.best { background: #e8f4e8; font-weight: bold; }
+.figs { display: flex; flex-wrap: wrap; gap: 1em; }
+.figs figure { margin: 0; }
+.figs img { max-width: 520px; width: 100%; }
+.rec { background: #f4f4fa; padding: 0.8em 1em; border-left: 4px solid #557; }
+dl { display: grid; grid-template-columns: max-content auto; gap: 0.2em 1em; }
+dt { font-weight: bold; }
+dd { margin: 0; }
+"""
+
+
+def _table(rows, columns, cells):
+    head = "".join(f"<th>{html.escape(title)}</th>" for _, title in columns)
+    body = []
+    for row in rows:
+        cls = ' class="best"' if row.get("best") else ""
+        tds = "".join(f"<td>{html.escape(c)}</td>" for c in cells(row))
+        body.append(f"<tr{cls}>{tds}</tr>")
+    return (
+        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def _summary(meta):
+    items = [
+        ("source", meta["source"]),
+        ("rows", str(meta["n_samples"])),
+        ("classes", ", ".join(map(str, meta["classes"]))),
+        ("score type", f"{meta['score_type']} ({meta['score_type_reason']})"),
+        (
+            "class mapping",
+            "; ".join(f"{k} ← {v}" for k, v in meta["class_columns"].items()) or "—",
+        ),
+        (
+            "cross-fitting",
+            f"{meta['cv']} stratified folds, random_state {meta['random_state']}",
+        ),
+    ]
+    items += [("note", n) for n in meta.get("notes", [])]
+    return (
+        "<dl>"
+        + "".join(
+            f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in items
+        )
+        + "</dl>"
+    )
+
+
+def html_page(meta, rows, columns, cells, legend, recommendation, images):
+    """The report as one HTML document (str). ``images``: ``[(caption,
+    png bytes)]``."""
+    figs = "".join(
+        '<figure><img alt="{0}" src="data:image/png;base64,{1}">'
+        "<figcaption>{0}</figcaption></figure>".format(
+            html.escape(caption), base64.b64encode(png).decode("ascii")
+        )
+        for caption, png in images
+    )
+    if not images:
+        figs = f"<p>{html.escape(MATPLOTLIB_HINT)}</p>"
+    legend_html = (
+        "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in legend) + "</ul>"
+    )
+    title = f"Calibration report: {meta['source']}"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(title)}</title><style>{_CSS}</style></head>
+<body>
+<h1>{html.escape(title)}</h1>
+<h2>Recommendation</h2>
+<p class="rec">{html.escape(recommendation)}</p>
+<h2>Data</h2>
+{_summary(meta)}
+<h2>Calibrators (scores out of fold)</h2>
+{_table(rows, columns, cells)}
+{legend_html}
+<h2>Reliability diagrams</h2>
+<div class="figs">{figs}</div>
+<p><small>skcalib {html.escape(meta.get("skcalib_version", ""))}</small></p>
+</body></html>
+"""
