@@ -95,6 +95,10 @@ class RowSums:
         return self.exact or abs(self.worst[1] - 1.0) <= self.tolerance
 
 
+#: Rows per block when suspect float32 rows are summed again in float64.
+_BLOCK = 1 << 16
+
+
 def row_sums(proba):
     """:class:`RowSums` of 2-D ``proba`` (values in [0, 1], ``K >= 2`` columns).
 
@@ -111,7 +115,14 @@ def row_sums(proba):
     if proba.dtype == np.float32 and 2.0 * k * eps < tol / 4:
         suspect = np.abs(proba.sum(axis=1) - 1) > tol - 2.0 * k * eps
         rows = np.flatnonzero(suspect)
-        sums = proba[rows].sum(axis=1, dtype=np.float64)
+        # by blocks of rows: no copy of all the suspect rows at once
+        sums = np.concatenate(
+            [
+                proba[rows[i : i + _BLOCK]].sum(axis=1, dtype=np.float64)
+                for i in range(0, rows.size, _BLOCK)
+            ]
+            or [np.empty(0)]
+        )
     else:
         sums = proba.sum(axis=1, dtype=np.float64)
     off = np.flatnonzero(np.abs(sums - 1.0) > tol)
@@ -125,10 +136,14 @@ def row_sums(proba):
 
 
 def renormalize_rows(proba, sums):
-    """A copy of ``proba`` whose rows ``sums.rows`` are divided by their sum."""
-    out = proba.copy()
-    out[sums.rows] = (out[sums.rows] / sums.sums[:, None]).astype(out.dtype)
-    return out
+    """A copy of ``proba`` whose rows ``sums.rows`` are divided by their sum.
+
+    One multiplication by a per-row factor (1 for the other rows, which stay
+    bit for bit as given): the output is the only ``n x K`` allocation.
+    """
+    factor = np.ones(proba.shape[0], dtype=proba.dtype)
+    factor[sums.rows] = 1.0 / sums.sums
+    return np.multiply(proba, factor[:, None])
 
 
 def _range_error(proba, name):
