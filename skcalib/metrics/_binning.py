@@ -684,9 +684,13 @@ class QuantileEdgeSearch:
         cum_n = t["below_n"][j] + np.cumsum(n_seg)
         if self.weighted:
             w_seg = w[start:stop]
-            frac = (t["below_w"][j] + np.cumsum(w_seg)) / self._weight[g]
+            cum_w = t["below_w"][j] + np.cumsum(w_seg)
             candidates = np.flatnonzero(w_seg > 0)
-            hit = candidates[frac[candidates] >= t["goal"][j]]
+            # the comparison of _weighted_quantiles, rounding slack included
+            slack = 1.0 - 4.0 * self._n[g] * np.finfo(np.float64).eps
+            hit = candidates[
+                cum_w[candidates] >= t["goal"][j] * self._weight[g] * slack
+            ]
             # Rounding can leave the goal a hair above the last candidate.
             pos = hit[0] if hit.size else (candidates[-1] if candidates.size else -1)
         else:
