@@ -504,6 +504,25 @@ def _checked_weights(sample_weight, y_enc, *, rescale=True):
     return np.ldexp(sample_weight, -int(np.frexp(top)[1]))
 
 
+def check_count_weights(sample_weight, name):
+    """Raise ``ValueError`` when repetition-count weights cannot be added up.
+
+    For the methods that read ``sample_weight`` as counts (their results
+    depend on the total by design, so the weights are not rescaled): a
+    total beyond the float64 range would turn every count into ``inf``.
+    """
+    if sample_weight is None:
+        return
+    with np.errstate(over="ignore"):
+        total = float(np.sum(sample_weight))
+    if not np.isfinite(total):
+        raise ValueError(
+            f"{name} reads sample_weight as repetition counts, and these sum "
+            f"beyond the float64 range (largest weight "
+            f"{float(np.max(sample_weight)):.3g}); divide them by a constant."
+        )
+
+
 def _all_finite(y):
     lo, hi, nan = value_range(y)
     return not nan and bool(np.isfinite(lo)) and bool(np.isfinite(hi))

@@ -138,12 +138,16 @@ def row_sums(proba):
 def renormalize_rows(proba, sums):
     """A copy of ``proba`` whose rows ``sums.rows`` are divided by their sum.
 
-    One multiplication by a per-row factor (1 for the other rows, which stay
-    bit for bit as given): the output is the only ``n x K`` allocation.
+    The division is the one of ``proba / proba.sum(axis=1, keepdims=True)``
+    (float64 sums), so the renormalised rows are bit for bit what a user who
+    normalised them would pass; the other rows stay as given. Done by blocks
+    of rows: the copy is the only ``n x K`` allocation.
     """
-    factor = np.ones(proba.shape[0], dtype=proba.dtype)
-    factor[sums.rows] = 1.0 / sums.sums
-    return np.multiply(proba, factor[:, None])
+    out = proba.copy()
+    for i in range(0, sums.rows.size, _BLOCK):
+        rows = sums.rows[i : i + _BLOCK]
+        out[rows] = proba[rows] / sums.sums[i : i + _BLOCK, None]
+    return out
 
 
 def _range_error(proba, name):
@@ -472,18 +476,29 @@ class Scores:
 
     @property
     def logits(self):
-        """Log-probabilities up to a per-row constant, as cheaply as possible.
+        """The scores as logits, as cheaply as possible, shape ``(n, K)``.
 
-        Enough for anything invariant to adding a constant to a row of logits
-        (temperature scaling; vector and matrix scaling are not invariant and
-        treat these values as their features): 2-D logits are returned as
-        given (no copy), 2-D probabilities as ``log(max(p, PROBA_FLOOR))``.
+        2-D logits are returned as given (no copy), 2-D probabilities as
+        ``log(max(p, PROBA_FLOOR))``. A 1-D binary score is read as its
+        two-column equivalent: a logit ``s`` as ``[0, s]``, a probability
+        ``p`` as ``log(max([1 - p, p], PROBA_FLOOR))``, so that 1-D and 2-D
+        binary scores give the same features to the methods that are not
+        invariant to adding a constant to a row (vector and matrix scaling);
+        temperature scaling is invariant to it.
         """
-        if self._log_proba is not None or self.raw.ndim == 1:
-            return self.log_proba
+        raw = self.raw
+        if raw.ndim == 1:
+            out = np.empty((raw.shape[0], 2), dtype=raw.dtype)
+            if self.score_type == "logit":
+                out[:, 0] = 0
+                out[:, 1] = raw
+                return out
+            out[:, 0] = 1 - raw
+            out[:, 1] = raw
+            return np.log(np.maximum(out, raw.dtype.type(PROBA_FLOOR)), out=out)
         if self.score_type == "logit":
-            return self.raw
-        return np.log(np.maximum(self.raw, self.raw.dtype.type(PROBA_FLOOR)))
+            return raw
+        return np.log(np.maximum(raw, raw.dtype.type(PROBA_FLOOR)))
 
     @property
     def positive_log_odds(self):

@@ -9,7 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from skcalib._base import BaseCalibrator
+from skcalib._base import BaseCalibrator, check_count_weights
 
 __all__ = ["ConformalClassifier"]
 
@@ -118,13 +118,15 @@ def _mix64(h):
 def row_uniforms(proba, seed):
     """One uniform on [0, 1) per row, a function of the seed and the row only.
 
-    The row's probabilities, as float64 bit patterns (``-0.0`` read as
-    ``0.0``), are folded into a 64-bit hash one column at a time with the
-    SplitMix64 finaliser, starting from the hashed ``seed``; the top 53 bits
-    of the hash are the uniform. A row therefore gets the same uniform in
-    every call and in any batch, equal rows get equal uniforms, and for a
-    random seed the uniforms of distinct rows behave as independent U(0, 1)
-    draws, independent of the labels.
+    The row's probabilities, rounded to float32 and read as bit patterns
+    (``-0.0`` read as ``0.0``), are folded into a 64-bit hash one column at
+    a time with the SplitMix64 finaliser, starting from the hashed ``seed``;
+    the top 53 bits of the hash are the uniform. A row therefore gets the
+    same uniform in every call and in any batch, equal rows get equal
+    uniforms, and so do rows that differ only by float64 rounding (1-D
+    binary scores and their two-column form give probabilities a few ulps
+    apart); for a random seed the uniforms of distinct rows behave as
+    independent U(0, 1) draws, independent of the labels.
 
     Parameters
     ----------
@@ -136,7 +138,11 @@ def row_uniforms(proba, seed):
     -------
     u : ndarray of shape (n,), float64
     """
-    bits = (np.ascontiguousarray(proba, dtype=np.float64) + 0.0).view(np.uint64)
+    bits = (
+        (np.ascontiguousarray(proba, dtype=np.float32) + np.float32(0.0))
+        .view(np.uint32)
+        .astype(np.uint64)
+    )
     h = _mix64(np.full(bits.shape[0], seed, dtype=np.uint64))
     for j in range(bits.shape[1]):  # a loop over columns, vectorised over rows
         h = _mix64(h ^ bits[:, j])
@@ -515,6 +521,7 @@ class ConformalClassifier(BaseCalibrator):
 
     # ---------------------------------------------------------------- fitting
     def _fit(self, scores, y, sample_weight):
+        check_count_weights(sample_weight, type(self).__name__)
         if self.randomized and self.method != "aps":
             raise ValueError(
                 f"randomized=True applies to method='aps' only, got "

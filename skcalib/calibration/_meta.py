@@ -466,7 +466,9 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
-            Columns follow ``classes_``; rows sum to 1.
+            Columns follow ``classes_``; rows sum to 1. float32 features give
+            float32 probabilities (averaged in float64), as the calibrators
+            do for float32 scores.
         """
         check_is_fitted(self)
         pairs = self.calibrated_classifiers_
@@ -474,6 +476,8 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         for pair in pairs[1:]:
             proba += pair.predict_proba(X)
         proba /= len(pairs)
+        if getattr(X, "dtype", None) == np.float32:
+            proba = proba.astype(np.float32)
         return proba
 
     def predict(self, X):

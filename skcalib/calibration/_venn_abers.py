@@ -8,6 +8,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from skcalib import _accel
+from skcalib._base import check_count_weights
 from skcalib.calibration._binary import _BinaryMapCalibrator
 
 __all__ = ["VennAbersCalibrator"]
@@ -330,6 +331,7 @@ class VennAbersCalibrator(_BinaryMapCalibrator):
         self.multi_class = multi_class
 
     def _fit(self, scores, y, sample_weight):
+        check_count_weights(sample_weight, type(self).__name__)
         if sample_weight is not None:
             fractional = np.flatnonzero(sample_weight != np.round(sample_weight))
             if fractional.size:
