@@ -10,6 +10,10 @@ from skcalib.calibration._dirichlet import (
     VectorScalingCalibrator,
 )
 from skcalib.calibration._isotonic import IsotonicCalibrator
+from skcalib.calibration._linear_cv import (
+    DirichletCalibratorCV,
+    MatrixScalingCalibratorCV,
+)
 from skcalib.calibration._meta import CalibratedClassifier
 from skcalib.calibration._scaling import PlattCalibrator, TemperatureCalibrator
 from skcalib.calibration._scaling_binning import ScalingBinningCalibrator
@@ -21,10 +25,12 @@ __all__ = [
     "CalibratedClassifier",
     "ConformalClassifier",
     "DirichletCalibrator",
+    "DirichletCalibratorCV",
     "HistogramBinningCalibrator",
     "IdentityCalibrator",
     "IsotonicCalibrator",
     "MatrixScalingCalibrator",
+    "MatrixScalingCalibratorCV",
     "PlattCalibrator",
     "ScalingBinningCalibrator",
     "TemperatureCalibrator",

@@ -14,10 +14,11 @@ the objective is
     \\qquad a_i = W x_i + b,
 
 the weighted mean negative log-likelihood plus a quadratic penalty with
-coefficients ``C >= 0`` around the identity map ``Theta0 = [I | 0]``. ``J`` is
-convex. It is computed in float64 by blocks of rows (about
-:data:`BLOCK_ENTRIES` entries each), so float32 features are never copied
-whole in float64.
+coefficients ``C >= 0`` around a centre ``Theta0``: the identity map
+``[I | 0]`` (``centre="identity"``), or ``0`` (``centre="zero"``: Kull et
+al.'s Dir-L2 shrinks the map to the uniform prediction). ``J`` is convex.
+It is computed in float64 by blocks of rows (about :data:`BLOCK_ENTRIES`
+entries each), so float32 features are never copied whole in float64.
 
 The solvers work on the features divided by ``x_scale = max(1, max |x_ij|)``
 (over rows of positive weight), with ``W`` multiplied by it; the fitted map
@@ -48,7 +49,6 @@ overhead, which becomes severe (more than tenfold) when the cores are busy.
 
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from functools import partial
 
 import numpy as np
 from scipy.optimize import minimize
@@ -100,9 +100,14 @@ class PenalisedNLL:
     x_scale : float or None, default=None
         Divide the features by this; ``None``: ``max(1, max |x_ij|)`` over
         the rows of positive weight.
+    centre : {"identity", "zero"}, default="identity"
+        Centre of the penalty: the identity map ``[I | 0]`` or ``0``. The
+        identity map stays the default starting point either way.
     """
 
-    def __init__(self, X, y, sample_weight, C, *, diagonal, x_scale=None):
+    def __init__(
+        self, X, y, sample_weight, C, *, diagonal, x_scale=None, centre="identity"
+    ):
         self.X = X
         self.y = y
         n, k = X.shape
@@ -134,6 +139,19 @@ class PenalisedNLL:
             self.theta0 = np.hstack((x_scale * np.eye(k), np.zeros((k, 1))))
             self.C[:, :k] /= x_scale
             self.C[:, :k] /= x_scale
+        self.centre = (
+            self.theta0 if centre == "identity" else np.zeros_like(self.theta0)
+        )
+
+    def scaled(self, theta):
+        """Parameters on the original features to the solver's (the inverse
+        of :meth:`original`)."""
+        theta = np.array(theta, dtype=np.float64)
+        if self.diagonal:
+            theta[0] *= self.x_scale
+        else:
+            theta[:, :-1] *= self.x_scale
+        return theta
 
     def separation_size(self):
         """Entries of the separation program: margins times free parameters."""
@@ -265,7 +283,7 @@ class PenalisedNLL:
 
     def add_penalty(self, theta, loss, grad, hess=None):
         """Add the penalty's value, gradient and Hessian to the data terms."""
-        d = theta - self.theta0
+        d = theta - self.centre
         loss = float(loss) + float(np.sum(self.C * d * d))
         grad += 2.0 * self.C * d
         if hess is not None:
@@ -305,6 +323,7 @@ class PenalisedNLL:
             return (np.stack([(xt * h[:, j : j + 1]).T @ xt for j in range(k)]),)
 
         (out,) = sub._sum(block)
+        self.last_curvature = (out.copy(), full)  # data part: a warm start's hint
         return self.add_curvature_penalty(out, full)
 
     def add_curvature_penalty(self, out, full):
@@ -338,94 +357,6 @@ class PenalisedNLL:
         shift[np.abs(shift) > 1e6 * size] = 0.0
         theta[:, free] -= shift
         return theta
-
-
-class ChunkedPenalisedNLL:
-    """:class:`PenalisedNLL` of data in chunks (:class:`skcalib._chunks.ChunkedData`).
-
-    The solvers need the objective's value, gradient, (vector scaling)
-    Hessian and curvature blocks: all are sums over rows, so each is one
-    pass over the chunks, every chunk evaluated by a :class:`PenalisedNLL`
-    of its own rows with the global row weights ``s_i / sum(s)`` and
-    ``x_scale``; the penalty is added once. ``features`` names the
-    :class:`~skcalib._scores.Scores` attribute used as ``x``. Threads over
-    row blocks are not used (the chunks are the parallel units).
-    """
-
-    def __init__(self, data, features, C, *, diagonal):
-        self.data, self.features, self.diagonal = data, features, diagonal
-        (x_max,) = data.map_scores(
-            partial(_chunk_abs_max, features=features),
-            combine=lambda parts: (max(p[0] for p in parts if p is not None),),
-        )
-        k = C.shape[1] if diagonal else C.shape[0]
-        # A one-row problem holds the scaled penalty and the start point.
-        self.template = PenalisedNLL(
-            np.zeros((1, k)),
-            np.zeros(1, dtype=np.intp),
-            None,
-            C,
-            diagonal=diagonal,
-            x_scale=max(1.0, x_max),
-        )
-        self.k, self.x_scale = k, self.template.x_scale
-        self.C, self.theta0 = self.template.C, self.template.theta0
-        self.blocks, self.pool = [], None
-
-    def _pass(self, what, **kwargs):
-        return self.data.map_scores(
-            partial(
-                _chunk_terms,
-                what=what,
-                features=self.features,
-                diagonal=self.diagonal,
-                x_scale=self.x_scale,
-                total=self.data.total_weight,
-                **kwargs,
-            )
-        )
-
-    def loss_grad(self, theta, hessian=False):
-        """As :meth:`PenalisedNLL.loss_grad`."""
-        parts = self._pass("loss_grad", theta=theta, hessian=hessian)
-        return self.template.add_penalty(theta, *parts)
-
-    def curvature_blocks(self, theta, full):
-        """As :meth:`PenalisedNLL.curvature_blocks` (each chunk subsampled on
-        its own: it only steers the solver)."""
-        (out,) = self._pass("curvature", theta=theta, full=full)
-        return self.template.add_curvature_penalty(out, full)
-
-    def original(self, theta):
-        return self.template.original(theta)
-
-    def gauge_fix(self, theta):
-        return self.template.gauge_fix(theta)
-
-
-def _chunk_abs_max(scores, y, w, *, features):
-    x = getattr(scores, features)
-    if w is not None:
-        x = x[w > 0]
-    return (float(np.max(np.abs(x), initial=0.0)),)
-
-
-def _chunk_terms(scores, y, w, *, what, features, diagonal, x_scale, total, **kw):
-    """Data terms of one chunk, rows weighted by ``w / total``."""
-    x = getattr(scores, features)
-    k = x.shape[1]
-    shape = (2, k) if diagonal else (k, k + 1)
-    problem = PenalisedNLL(
-        x, y, None, np.zeros(shape), diagonal=diagonal, x_scale=x_scale
-    )
-    problem.w = None if w is None else w / total
-    problem.w_const = 1.0 / total
-    if what == "curvature":
-        return (problem.curvature_blocks(kw["theta"], kw["full"]),)
-    loss, grad, hess = problem._sum(
-        lambda sl: problem._block_terms(sl, kw["theta"], kw["hessian"])
-    )
-    return (loss, grad) if hess is None else (loss, grad, hess)
 
 
 @contextmanager
@@ -531,7 +462,15 @@ def _newton(problem, theta, *, max_iter, tol):
 def _change_of_variables(problem, theta, full):
     """``(to_theta, to_phi_grad)`` for the block-Cholesky preconditioner."""
     k = problem.k
-    curv = problem.curvature_blocks(theta, full)
+    hint = getattr(problem, "curvature_hint", None)
+    problem.curvature_hint = None
+    if hint is not None and hint[1] == full:
+        # A warm start: the data part of the curvature at the previous
+        # solution, with this problem's penalty (it only steers the solver).
+        problem.last_curvature = hint
+        curv = problem.add_curvature_penalty(hint[0].copy(), full)
+    else:
+        curv = problem.curvature_blocks(theta, full)
     if full:
         idx = np.arange(k + 1)
         ridge = 1e-10 * np.maximum(curv[:, idx, idx].max(axis=1), 1e-2)
