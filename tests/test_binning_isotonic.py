@@ -30,7 +30,7 @@ def test_uniform_binning_equals_slow_reference_with_weights():
     p = rng.beta(2, 2, 700)
     y = (rng.uniform(size=700) < p**2).astype(int)
     w = rng.uniform(0.1, 2, 700)
-    cal = HistogramBinningCalibrator(n_bins=12).fit(p, y, sample_weight=w)
+    cal = HistogramBinningCalibrator(n_bins=12, smoothing=0).fit(p, y, sample_weight=w)
     expected = np.clip(_slow_binning(p, y, 12, w), 1e-12, 1 - 1e-12)
     np.testing.assert_allclose(cal.bin_proba_[0], expected, rtol=1e-12)
     np.testing.assert_allclose(cal.bin_edges_[0], np.linspace(0, 1, 13))
@@ -40,7 +40,7 @@ def test_values_on_edges_go_to_the_lower_bin():
     # float32 random-forest-like probabilities k/10 sit exactly on the edges
     p = np.array([0.1, 0.2, 0.3, 0.3, 0.5, 0.7, 0.9, 1.0], dtype=np.float32)
     y = np.array([0, 0, 1, 1, 0, 1, 1, 1])
-    cal = HistogramBinningCalibrator(n_bins=10).fit(p, y)
+    cal = HistogramBinningCalibrator(n_bins=10, smoothing=0).fit(p, y)
     counts = cal.bin_counts_[0]
     # 0.1 -> bin 0 ([0, .1]), 0.2 -> bin 1, 0.3 -> bin 2, 0.5 -> 4, 0.7 -> 6, ...
     np.testing.assert_array_equal(np.flatnonzero(counts), [0, 1, 2, 4, 6, 8, 9])
@@ -50,7 +50,7 @@ def test_values_on_edges_go_to_the_lower_bin():
 def test_empty_bins_keep_the_midpoint_and_smoothing_shrinks():
     p = np.array([0.05, 0.05, 0.95, 0.95])
     y = np.array([0, 1, 1, 1])
-    cal = HistogramBinningCalibrator(n_bins=4).fit(p, y)
+    cal = HistogramBinningCalibrator(n_bins=4, smoothing=0).fit(p, y)
     np.testing.assert_allclose(cal.bin_proba_[0], [0.5, 0.375, 0.625, 1.0])
     out = cal.predict_proba(np.array([0.4, 0.6]))[:, 1]
     np.testing.assert_allclose(out, [0.375, 0.625])
@@ -63,11 +63,13 @@ def test_empty_bins_keep_the_midpoint_and_smoothing_shrinks():
 def test_quantile_bins_merge_ties_and_collapse_for_constant_scores():
     p = np.repeat([0.2, 0.5, 0.8], [50, 30, 20])
     y = np.tile([0, 1], 50)
-    cal = HistogramBinningCalibrator(n_bins=10, strategy="quantile").fit(p, y)
+    cal = HistogramBinningCalibrator(n_bins=10, smoothing=0, strategy="quantile").fit(
+        p, y
+    )
     edges = cal.bin_edges_[0]
     assert np.all(np.diff(edges) > 0) and len(edges) < 11
     np.testing.assert_allclose(edges, [0.0, 0.2, 0.5, 1.0])
-    const = HistogramBinningCalibrator(n_bins=10, strategy="quantile").fit(
+    const = HistogramBinningCalibrator(n_bins=10, smoothing=0, strategy="quantile").fit(
         np.full(20, 0.3), np.arange(20) % 2
     )
     np.testing.assert_allclose(const.bin_edges_[0], [0.0, 1.0])
@@ -76,7 +78,7 @@ def test_quantile_bins_merge_ties_and_collapse_for_constant_scores():
 
 def test_binning_on_random_forest_probabilities(shared_loader):
     probs, labels = shared_loader("pycalib/kitti__random_forest.npz")
-    cal = HistogramBinningCalibrator(n_bins=10).fit(probs, labels)
+    cal = HistogramBinningCalibrator(n_bins=10, smoothing=0).fit(probs, labels)
     p1 = probs[:, 1]
     # by hand: float32 edges, right-closed
     edges32 = np.linspace(0, 1, 11).astype(np.float32)
@@ -141,4 +143,7 @@ def test_top_label_calibrates_the_confidence_per_predicted_class(cls):
         (y[mask] == 1).astype(int),
     )
     raw = np.exp(logits[mask, 1] - np.logaddexp.reduce(logits[mask], axis=1))
-    np.testing.assert_allclose(conf[mask], ref.predict_proba(raw)[:, 1], atol=1e-9)
+    # a confidence below 1/K is raised to 1/K: the predicted class is kept
+    expected = np.maximum(ref.predict_proba(raw)[:, 1], 1 / k)
+    np.testing.assert_allclose(conf[mask], expected, atol=1e-9)
+    np.testing.assert_array_equal(np.argmax(p, axis=1), top)

@@ -94,7 +94,8 @@ def test_classwise_error_of_an_always_wrong_model_is_one():
 
 def test_histogram_quantile_separates_zero_and_one():
     y = np.array([0, 1] * 50)
-    cal = HistogramBinningCalibrator(strategy="quantile").fit(y.astype(float), y)
+    cal = HistogramBinningCalibrator(n_bins=15, strategy="quantile", smoothing=0)
+    cal.fit(y.astype(float), y)
     p = cal.predict_proba(np.array([0.0, 1.0]))[:, 1]
     # before: both 0.5
     np.testing.assert_allclose(p, [1e-12, 1 - 1e-12])
@@ -119,9 +120,11 @@ def test_issue_example_weight_zero_is_a_dropped_row():
     p = np.array([0.1, 0.2, 0.3, 0.9])
     y = np.array([0, 1, 1, 0])
     w = np.array([1.0, 1.0, 1.0, 0.0])
-    a = HistogramBinningCalibrator(n_bins=4, strategy="quantile")
+    a = HistogramBinningCalibrator(n_bins=4, smoothing=0, strategy="quantile")
     a.fit(p, y, sample_weight=w)
-    b = HistogramBinningCalibrator(n_bins=4, strategy="quantile").fit(p[:3], y[:3])
+    b = HistogramBinningCalibrator(n_bins=4, smoothing=0, strategy="quantile").fit(
+        p[:3], y[:3]
+    )
     np.testing.assert_array_equal(a.bin_edges_[0], [0.0, 0.1, 0.2, 1.0])
     np.testing.assert_array_equal(a.bin_edges_[0], b.bin_edges_[0])
     # before: 0.65 (an edge at 0.3 from the weight-0 row at 0.9)
@@ -148,8 +151,8 @@ def test_weight_zero_and_two_in_every_binning_path(strategy):
         np.testing.assert_array_equal(
             _search_edges(p, 10, w), bin_edges(pr, 10, strategy)
         )
-    a = HistogramBinningCalibrator(n_bins=10, strategy=strategy)
-    b = HistogramBinningCalibrator(n_bins=10, strategy=strategy)
+    a = HistogramBinningCalibrator(n_bins=10, smoothing=0, strategy=strategy)
+    b = HistogramBinningCalibrator(n_bins=10, smoothing=0, strategy=strategy)
     a.fit(p, y, sample_weight=w)
     b.fit(pr, yr)
     grid = np.linspace(0, 1, 101)
@@ -165,7 +168,9 @@ def test_weights_of_1e308_do_not_overflow():
     p = rng.random(300)
     y = (rng.random(300) < p).astype(int)
     for cal in (
-        HistogramBinningCalibrator(strategy="quantile"),
+        # fixed bins, no prior: only ratios of weights matter (the default
+        # counts weights, see test_quality_binning.py)
+        HistogramBinningCalibrator(n_bins=15, strategy="quantile", smoothing=0),
         # the temperature scaler: the Platt scaler gets the weights as given,
         # as PlattCalibrator does (its overflow is fit_platt's)
         ScalingBinningCalibrator(scaler="temperature", random_state=0),
