@@ -48,6 +48,13 @@ _TABLE_MAX_BINS = 1 << 16
 #: :func:`check_n_bins` always allows this many bins, whatever the data.
 MIN_BIN_CAP = 1 << 16
 
+#: ``strategy="discrete"`` (one bin per distinct score) accepts at most this
+#: many distinct scores per group; more means continuous scores.
+DISCRETE_MAX_VALUES = 4096
+
+#: The binning strategies of :func:`bin_edges`.
+STRATEGIES = ("uniform", "quantile", "discrete")
+
 
 class _NBinsInterval(Interval):
     """``Interval(Integral, 1, None)`` that also rejects ``bool`` (sklearn's
@@ -147,6 +154,15 @@ def bin_edges(scores, n_bins, strategy="uniform", sample_weight=None):
         0``), so the scores at exactly 0 are not merged with larger ones.
         With fewer distinct scores than bins, every distinct score has its
         own bin.
+        ``"discrete"``: one bin per distinct score (of positive weight), for
+        the outputs of discrete calibrators (histogram binning,
+        scaling-binning), whose binned error is then computed without any
+        pooling of values: the interior edges are the distinct scores but
+        the largest (right-closed bins, so each bin holds exactly one
+        distinct score; a score of 0 gets the bin ``[0, 0]``). ``n_bins``
+        is not used. At most :data:`DISCRETE_MAX_VALUES` (4096) distinct
+        scores: more raise a ``ValueError`` (continuous scores; use
+        ``"uniform"`` or ``"quantile"`` bins).
     sample_weight : ndarray of shape (n_samples,), default=None
         Weights for the quantiles; rows of weight 0 are ignored (the same as
         dropping them).
@@ -160,8 +176,10 @@ def bin_edges(scores, n_bins, strategy="uniform", sample_weight=None):
     n_bins = check_n_bins(n_bins, None if scores is None else scores.shape[0])
     if strategy == "uniform":
         return np.linspace(0.0, 1.0, n_bins + 1)
-    if strategy != "quantile":
-        raise ValueError(f"strategy must be 'uniform' or 'quantile', got {strategy!r}.")
+    if strategy not in STRATEGIES:
+        raise ValueError(
+            f"strategy must be 'uniform', 'quantile' or 'discrete', got {strategy!r}."
+        )
     scores = np.asarray(scores).ravel()
     if sample_weight is not None:
         w = np.asarray(sample_weight, dtype=np.float64).ravel()
@@ -171,6 +189,8 @@ def bin_edges(scores, n_bins, strategy="uniform", sample_weight=None):
         sample_weight = w
     if scores.size == 0:
         return np.array([0.0, 1.0])
+    if strategy == "discrete":
+        return discrete_edges(scores)
     interior = _weighted_quantiles(
         scores, np.linspace(0.0, 1.0, n_bins + 1)[1:-1], sample_weight
     )
@@ -181,6 +201,22 @@ def bin_edges(scores, n_bins, strategy="uniform", sample_weight=None):
     top = min(1.0, float(scores.max()))
     interior = interior[interior < top]
     return np.concatenate(([0.0], np.unique(interior), [1.0]))
+
+
+def discrete_edges(scores):
+    """Edges of one bin per distinct value of ``scores`` (see
+    :func:`bin_edges`, ``strategy="discrete"``)."""
+    values = np.unique(scores)  # in the dtype of the scores: exact edges
+    if values.size > DISCRETE_MAX_VALUES:
+        raise ValueError(
+            "strategy='discrete' puts one bin per distinct probability, but "
+            f"these have {values.size} distinct values (at most "
+            f"{DISCRETE_MAX_VALUES}): they look continuous; use "
+            "strategy='uniform' or strategy='quantile' with n_bins."
+        )
+    interior = np.clip(values[:-1].astype(np.float64), 0.0, 1.0)
+    interior = interior[interior < 1.0]
+    return np.concatenate(([0.0], interior, [1.0]))
 
 
 @lru_cache(maxsize=32)

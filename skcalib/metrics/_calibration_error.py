@@ -16,6 +16,7 @@ from skcalib.metrics._curve import (
     statistics,
 )
 from skcalib.metrics._validation import (
+    AVERAGES,
     BINNING_CONSTRAINTS,
     COMMON_CONSTRAINTS,
     KINDS,
@@ -23,6 +24,7 @@ from skcalib.metrics._validation import (
     check_metric_inputs,
     check_n_bins,
     is_dask_collection,
+    reject_discrete_dask,
 )
 
 __all__ = [
@@ -40,10 +42,13 @@ ECE_CONSTRAINTS = {
 }
 
 
-def reduce_totals(totals, kind, norm, debias):
+def reduce_totals(totals, kind, norm, debias, average="mean"):
     """Calibration error from per-cell statistics ``(..., 5, G, M)``.
 
-    Vectorised over leading axes (bootstrap resamples).
+    Vectorised over leading axes (bootstrap resamples). ``average``: how
+    ``kind="classwise"`` combines the classes' errors, their mean or their
+    root mean square (for ``norm="l2"``: the root of the mean of the
+    classes' squared errors, debiased or not, with its sign).
     """
     w = totals[..., W, :, :]
     filled = w > 0
@@ -66,9 +71,13 @@ def reduce_totals(totals, kind, norm, debias):
             var = acc * (1 - acc) / np.where(enough, n_eff - 1, 1.0)
             sq = np.where(enough, sq - var, 0.0)
         d = (share * sq).sum(axis=axes)
+        if kind == "classwise" and average == "rms":
+            d = d.mean(axis=-1)
         err = np.sign(d) * np.sqrt(np.abs(d))
+        if kind == "classwise" and average == "rms":
+            return err
     if kind == "classwise":
-        err = err.mean(axis=-1)
+        err = err.mean(axis=-1) if average == "mean" else np.sqrt((err**2).mean(-1))
     return err
 
 
@@ -81,10 +90,31 @@ def check_norm(norm, debias):
 
 
 def _calibration_error(
-    y_true, y_proba, *, n_bins, strategy, kind, norm, debias, sample_weight, labels
+    y_true,
+    y_proba,
+    *,
+    n_bins,
+    strategy,
+    kind,
+    norm,
+    debias,
+    sample_weight,
+    labels,
+    average="mean",
 ):
     check_norm(norm, debias)
+    if average != "mean" and kind != "classwise":
+        raise ValueError(
+            f"average={average!r} combines the classes of kind='classwise'; "
+            f"kind={kind!r} has no per-class errors to average."
+        )
     if any(is_dask_collection(a) for a in (y_true, y_proba, sample_weight)):
+        reject_discrete_dask(strategy)
+        if average != "mean":
+            raise TypeError(
+                f"average={average!r} needs in-memory arrays; call .compute() "
+                "first (Dask collections: average='mean')."
+            )
         from skcalib.metrics._dask import calibration_error
 
         return calibration_error(
@@ -103,10 +133,13 @@ def _calibration_error(
     )
     n_bins = check_n_bins(n_bins, inp.n_samples)
     totals, _ = statistics(inp, kind, n_bins, strategy)
-    return float(reduce_totals(totals, kind, norm, debias))
+    return float(reduce_totals(totals, kind, norm, debias, average))
 
 
-@validate_params(ECE_CONSTRAINTS, prefer_skip_nested_validation=True)
+@validate_params(
+    {**ECE_CONSTRAINTS, "average": [StrOptions(set(AVERAGES))]},
+    prefer_skip_nested_validation=True,
+)
 def expected_calibration_error(
     y_true,
     y_proba,
@@ -116,6 +149,7 @@ def expected_calibration_error(
     kind="confidence",
     norm="l1",
     debias=False,
+    average="mean",
     sample_weight=None,
     labels=None,
 ):
@@ -133,10 +167,15 @@ def expected_calibration_error(
         float32 input is used as is (never copied).
     n_bins : int, default=15
         Number of bins.
-    strategy : {"uniform", "quantile"}, default="uniform"
+    strategy : {"uniform", "quantile", "discrete"}, default="uniform"
         Equal-width bins, or equal-mass bins from the (weighted) quantiles of
-        the binned probabilities of each group (adaptive ECE [4]_); tied
-        quantiles are merged.
+        the binned probabilities of each group (adaptive ECE [4]_; tied
+        quantiles are merged), or one bin per distinct probability of each
+        group (``"discrete"``, ``n_bins`` unused): the exact error of a
+        discrete calibrator's outputs (histogram binning, scaling-binning
+        [3]_), as ``uncertainty-calibration``'s ``get_binning_ce``. At most
+        4096 distinct values per group; continuous probabilities raise a
+        ``ValueError`` that points to ``"uniform"`` and ``"quantile"``.
     kind : {"confidence", "top_label", "classwise"}, default="confidence"
         ``"confidence"``: top-1 probability against top-1 correctness, all
         samples pooled [1]_. ``"top_label"``: per predicted class ``k``, the
@@ -150,6 +189,11 @@ def expected_calibration_error(
     debias : bool, default=False
         Subtract the sampling variance of each bin from the squared gaps
         (``norm="l2"`` only; see Notes). The result may be negative.
+    average : {"mean", "rms"}, default="mean"
+        ``kind="classwise"`` only: the mean of the classes' errors, or their
+        root mean square. With ``norm="l2"``, ``"rms"`` is the marginal
+        calibration error of Kumar, Liang & Ma [3]_, :math:`(\\frac{1}{K}
+        \\sum_k \\mathrm{ECE}_2^{(k)\\,2})^{1/2}` (see Notes).
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
     labels : array-like of shape (n_classes,), default=None
@@ -192,7 +236,14 @@ def expected_calibration_error(
     together, which for L1 is :math:`\\sum_k \\frac{W_k}{W}
     \\mathrm{ECE}_1^{(k)}`. For ``"classwise"`` each class :math:`k` gives
     one such error (:math:`c_i = p_{ik}`, :math:`a_i = [y_i = k]`) and the
-    result is their mean over the ``K`` classes.
+    result is their mean over the ``K`` classes (``average="mean"``) or
+    their root mean square (``average="rms"``, :math:`(\\frac{1}{K}
+    \\sum_k e_k^2)^{1/2}`). For ``norm="l2"`` the root mean square is the
+    root of the mean squared error over classes and bins, the marginal
+    calibration error of [3]_ (their ``get_calibration_error(..., p=2,
+    mode="marginal")``); with ``debias=True`` it is the root of the mean
+    of the classes' debiased squared errors, with its sign (see below),
+    where [3]_ clips each class's estimate at 0 before the mean.
 
     **Debiased L2** (Kumar, Liang & Ma [3]_; Bröcker [5]_): the plug-in
     :math:`g_B^2` overestimates the squared gap by the variance of the bin's
@@ -243,6 +294,7 @@ def expected_calibration_error(
         debias=debias,
         sample_weight=sample_weight,
         labels=labels,
+        average=average,
     )
 
 
@@ -272,8 +324,9 @@ def maximum_calibration_error(
         Predicted probabilities (1-D: of the positive class).
     n_bins : int, default=15
         Number of bins.
-    strategy : {"uniform", "quantile"}, default="uniform"
-        Equal-width or equal-mass bins.
+    strategy : {"uniform", "quantile", "discrete"}, default="uniform"
+        Equal-width or equal-mass bins, or one bin per distinct probability
+        (see :func:`expected_calibration_error`).
     kind : {"confidence", "top_label", "classwise"}, default="confidence"
         See :func:`expected_calibration_error`; ``"classwise"`` gives the mean
         over classes of each class's maximum gap.
@@ -323,7 +376,10 @@ def maximum_calibration_error(
 
 
 @validate_params(
-    {k: v for k, v in ECE_CONSTRAINTS.items() if k != "kind"},
+    {
+        **{k: v for k, v in ECE_CONSTRAINTS.items() if k != "kind"},
+        "average": [StrOptions(set(AVERAGES))],
+    },
     prefer_skip_nested_validation=True,
 )
 def classwise_calibration_error(
@@ -334,6 +390,7 @@ def classwise_calibration_error(
     strategy="uniform",
     norm="l1",
     debias=False,
+    average="mean",
     sample_weight=None,
     labels=None,
 ):
@@ -350,12 +407,18 @@ def classwise_calibration_error(
         then counted).
     n_bins : int, default=15
         Number of bins per class.
-    strategy : {"uniform", "quantile"}, default="uniform"
-        Equal-width bins, or equal-mass bins per class.
+    strategy : {"uniform", "quantile", "discrete"}, default="uniform"
+        Equal-width bins, or equal-mass bins per class, or one bin per
+        distinct value of each class's probability (``n_bins`` unused; at
+        most 4096 values per class, see :func:`expected_calibration_error`).
     norm : {"l1", "l2", "max"}, default="l1"
         Norm of each class's binned error.
     debias : bool, default=False
         Debiased L2 error per class (``norm="l2"`` only).
+    average : {"mean", "rms"}, default="mean"
+        Mean of the classes' errors, or their root mean square: with
+        ``norm="l2"`` the marginal calibration error of Kumar, Liang & Ma
+        [2]_.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
     labels : array-like of shape (n_classes,), default=None
@@ -380,15 +443,23 @@ def classwise_calibration_error(
     where :math:`B` runs over the bins of :math:`p_k` (right-closed,
     :math:`(e_j, e_{j+1}]`, the first one :math:`[0, e_1]`) and
     :math:`\\bar a_{kB}`, :math:`\\bar p_{kB}` are the weighted frequency of
-    class :math:`k` and mean :math:`p_k` in that bin. This is a **mean** over
-    classes; some papers (e.g. [1]_'s classwise ECE) use the same
-    normalisation, others sum over classes (multiply by :math:`K`).
+    class :math:`k` and mean :math:`p_k` in that bin. By default this is a
+    **mean** over classes; some papers (e.g. [1]_'s classwise ECE) use the
+    same normalisation, others sum over classes (multiply by :math:`K`).
+    ``average="rms"`` gives :math:`(\\frac{1}{K} \\sum_k e_k^2)^{1/2}` of the
+    classes' errors :math:`e_k` instead; with ``norm="l2"`` that is the
+    marginal (classwise) L2 calibration error of [2]_, which with
+    ``strategy="discrete"`` equals ``get_calibration_error(y_proba, y_true,
+    p=2, debias=False, mode="marginal")`` of the ``uncertainty-calibration``
+    package on the outputs of a discrete calibrator (tested).
 
     References
     ----------
     .. [1] M. Kull, M. Perello-Nieto, M. Kängsepp, T. Silva Filho, H. Song and
        P. Flach, "Beyond temperature scaling: Obtaining well-calibrated
        multi-class probabilities with Dirichlet calibration", NeurIPS 2019.
+    .. [2] A. Kumar, P. Liang and T. Ma, "Verified Uncertainty Calibration",
+       NeurIPS 2019.
 
     Examples
     --------
@@ -406,4 +477,5 @@ def classwise_calibration_error(
         debias=debias,
         sample_weight=sample_weight,
         labels=labels,
+        average=average,
     )

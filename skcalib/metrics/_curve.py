@@ -30,6 +30,7 @@ from skcalib.metrics._validation import (
     check_n_bins,
     check_proba_values,
     is_dask_collection,
+    reject_discrete_dask,
 )
 
 __all__ = ["ReliabilityCurve", "reliability_curve"]
@@ -337,7 +338,7 @@ class ReliabilityCurve:
     kind : str
         ``"confidence"``, ``"top_label"`` or ``"classwise"``.
     strategy : str
-        ``"uniform"`` or ``"quantile"`` (``"fixed"``: edges given to
+        ``"uniform"``, ``"quantile"`` or ``"discrete"`` (``"fixed"``: edges given to
         :class:`CalibrationAccumulator`).
     class_index : int or None
         The column the curve is about, or None (pooled top-1 confidence).
@@ -433,10 +434,11 @@ def reliability_curve(
         order of ``labels``.
     n_bins : int, default=15
         Number of bins.
-    strategy : {"uniform", "quantile"}, default="uniform"
+    strategy : {"uniform", "quantile", "discrete"}, default="uniform"
         Equal-width bins, or equal-mass bins from the (weighted) quantiles of
         the binned probabilities (tied quantiles are merged, so fewer bins may
-        be returned).
+        be returned), or one bin per distinct probability (``n_bins`` unused;
+        at most 4096 distinct values, else a ``ValueError``).
     kind : {"confidence", "top_label", "classwise"}, default="confidence"
         What is binned:
 
@@ -510,6 +512,7 @@ def reliability_curve(
     array([0.1   ,   nan, 0.6   , 0.8625])
     """
     if any(is_dask_collection(a) for a in (y_true, y_proba, sample_weight)):
+        reject_discrete_dask(strategy)
         from skcalib.metrics._dask import reliability_curve as dask_curve
 
         return dask_curve(

@@ -2,10 +2,13 @@
 calibration-refinement decomposition."""
 
 from dataclasses import dataclass
+from numbers import Integral
 
 import numpy as np
 from scipy.optimize import minimize_scalar
-from sklearn.utils._param_validation import StrOptions, validate_params
+from sklearn.isotonic import isotonic_regression
+from sklearn.model_selection import StratifiedKFold
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
 from skcalib._scores import softmax, to_log_proba
 from skcalib.calibration._scaling import fit_temperature
@@ -243,12 +246,20 @@ class CalibrationRefinement:
     loss : float
         The loss of the predictions.
     calibration : float
-        ``loss - refinement`` (>= 0): what recalibration removes.
+        ``loss - refinement``: what recalibration removes. In-sample it is
+        >= 0; cross-fitted (``cv`` given) it may be negative (the
+        recalibration fitted on the other folds does not help).
     refinement : float
-        The loss after the best temperature recalibration.
+        The loss after recalibration (in-sample, or of the cross-fitted
+        recalibrated predictions).
     temperature : float
         The temperature reaching ``refinement`` (1.0 when no temperature
-        improves the loss).
+        improves the loss); with ``cv``, the mean of the folds' temperatures;
+        NaN for ``recalibration="isotonic"``.
+    recalibration : str
+        ``"temperature"`` or ``"isotonic"``.
+    cv : int or None
+        Number of cross-fitting folds (None: in-sample).
 
     See Also
     --------
@@ -259,14 +270,146 @@ class CalibrationRefinement:
     calibration: float
     refinement: float
     temperature: float
+    recalibration: str = "temperature"
+    cv: int | None = None
+
+
+def _score(inp, proba, loss):
+    recal = type(inp)(
+        y=inp.y, proba=proba, classes=inp.classes, sample_weight=inp.sample_weight
+    )
+    return _nll(recal) if loss == "log_loss" else _brier(recal)
+
+
+def _best_temperature(log_p, y, w, loss, score_at):
+    """The temperature that minimises ``loss`` of ``softmax(log_p / T)``."""
+    if loss == "log_loss":
+        return float(fit_temperature(log_p, y, w)[0])
+    res = minimize_scalar(
+        lambda u: score_at(np.exp(u)),
+        bounds=np.log(_T_BOUNDS),
+        method="bounded",
+        options={"xatol": 1e-6},
+    )
+    return float(np.exp(res.x))
+
+
+def _subset(inp, rows, proba):
+    w = None if inp.sample_weight is None else inp.sample_weight[rows]
+    return type(inp)(y=inp.y[rows], proba=proba, classes=inp.classes, sample_weight=w)
+
+
+def _temperature_fit(inp, rows, loss):
+    """The best temperature on the samples ``rows`` (None: all)."""
+    sub = inp if rows is None else _subset(inp, rows, inp.proba[rows])
+    log_p = to_log_proba(sub.proba, "probability", sub.n_classes)
+    t = _best_temperature(
+        log_p,
+        sub.y,
+        sub.sample_weight,
+        loss,
+        lambda t: _score(sub, softmax(log_p / log_p.dtype.type(t)), loss),
+    )
+    return t, log_p
+
+
+def pav_recalibration(pos, y, w):
+    """In-sample isotonic (PAV) recalibration of the positive probability.
+
+    The weighted isotonic regression of ``y`` on ``pos``, with tied values
+    of ``pos`` pooled first (the same forecast gets the same recalibrated
+    value), read at every sample. Rows of weight 0 take the value of the
+    nearest fitted forecast.
+    """
+    u, inv = np.unique(pos, return_inverse=True)
+    inv = inv.ravel()
+    wt = np.ones(pos.size) if w is None else w
+    w_u = np.bincount(inv, weights=wt, minlength=u.size)
+    wy_u = np.bincount(inv, weights=wt * y, minlength=u.size)
+    keep = w_u > 0
+    fit = isotonic_regression(
+        wy_u[keep] / w_u[keep], sample_weight=w_u[keep], y_min=0.0, y_max=1.0
+    )
+    values = np.interp(u, u[keep], fit) if not keep.all() else fit
+    return values[inv]
+
+
+def _isotonic_fit_apply(pos_fit, y_fit, w_fit, pos_apply):
+    """PAV fitted on some samples, read (interpolated, clipped to the ends
+    and to ``[1e-12, 1 - 1e-12]``) at others: the map of
+    ``IsotonicCalibrator(method="pav")`` on probabilities."""
+    from skcalib.calibration._isotonic import IsotonicCalibrator
+
+    cal = IsotonicCalibrator(method="pav", score_type="probability")
+    cal.fit(pos_fit, y_fit, sample_weight=w_fit)
+    return cal.predict_proba(pos_apply)[:, 1]
+
+
+def _binary_positive(inp):
+    if inp.n_classes != 2:
+        raise ValueError(
+            "recalibration='isotonic' is the binary CORP decomposition (PAV of "
+            f"the outcome on the probability); y_proba has {inp.n_classes} "
+            "classes. Use recalibration='temperature', or decompose each class "
+            "one-vs-rest: calibration_refinement_decomposition(y == k, "
+            "y_proba[:, k], recalibration='isotonic')."
+        )
+    return (inp.proba if inp.proba.ndim == 1 else inp.proba[:, 1]).astype(np.float64)
+
+
+def _in_sample(inp, loss, recalibration):
+    if recalibration == "isotonic":
+        pos = _binary_positive(inp)
+        return _score(inp, pav_recalibration(pos, inp.y, inp.sample_weight), loss), (
+            np.nan
+        )
+    t, log_p = _temperature_fit(inp, None, loss)
+    return _score(inp, softmax(log_p / log_p.dtype.type(t)), loss), t
+
+
+def _cross_fitted(inp, loss, recalibration, cv, random_state):
+    folds = StratifiedKFold(n_splits=cv, shuffle=True, random_state=random_state)
+    w = inp.sample_weight
+    if recalibration == "isotonic":
+        pos = _binary_positive(inp)
+        recal = np.empty(pos.size)
+    else:
+        recal = np.empty(inp.proba.shape if inp.proba.ndim == 2 else (inp.y.size, 2))
+    temperatures = []
+    for train, test in folds.split(np.zeros(inp.y.size), inp.y):
+        if recalibration == "isotonic":
+            recal[test] = _isotonic_fit_apply(
+                pos[train], inp.y[train], None if w is None else w[train], pos[test]
+            )
+            continue
+        t, _ = _temperature_fit(inp, train, loss)
+        temperatures.append(t)
+        log_p = to_log_proba(inp.proba[test], "probability", inp.n_classes)
+        recal[test] = softmax(log_p / log_p.dtype.type(t))
+    t = float(np.mean(temperatures)) if temperatures else np.nan
+    return _score(inp, recal, loss), t
 
 
 @validate_params(
-    {**COMMON_CONSTRAINTS, "loss": [StrOptions({"log_loss", "brier"})]},
+    {
+        **COMMON_CONSTRAINTS,
+        "loss": [StrOptions({"log_loss", "brier"})],
+        "recalibration": [StrOptions({"temperature", "isotonic"})],
+        "cv": [Interval(Integral, 2, None, closed="left"), None],
+        "random_state": ["random_state"],
+    },
     prefer_skip_nested_validation=True,
 )
 def calibration_refinement_decomposition(
-    y_true, y_proba, *, loss="log_loss", sample_weight=None, labels=None
+    y_true,
+    y_proba,
+    *,
+    loss="log_loss",
+    recalibration="temperature",
+    cv=None,
+    random_state=0,
+    sample_weight=None,
+    labels=None,
 ):
     """Split a proper loss into a calibration and a refinement part.
 
@@ -278,6 +421,18 @@ def calibration_refinement_decomposition(
         Predicted probabilities (1-D: of the positive class).
     loss : {"log_loss", "brier"}, default="log_loss"
         :func:`negative_log_likelihood` or :func:`brier_score`.
+    recalibration : {"temperature", "isotonic"}, default="temperature"
+        The recalibration family. ``"temperature"``: temperature scaling of
+        ``log p`` (any number of classes). ``"isotonic"``: the isotonic
+        (pool-adjacent-violators) regression of the outcome on the
+        probability of the positive class (binary problems only; see Notes).
+    cv : int >= 2 or None, default=None
+        None: recalibrate on the same data (in-sample). An int: cross-fit,
+        the recalibration of each of ``cv`` stratified folds is fitted on
+        the other folds.
+    random_state : int, RandomState instance or None, default=0
+        Shuffling of the folds (``cv`` only); fixed by default so that the
+        value is reproducible.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
     labels : array-like of shape (n_classes,), default=None
@@ -286,35 +441,59 @@ def calibration_refinement_decomposition(
     Returns
     -------
     result : CalibrationRefinement
-        ``loss``, ``calibration``, ``refinement`` and ``temperature``.
+        ``loss``, ``calibration``, ``refinement``, ``temperature``,
+        ``recalibration`` and ``cv``.
 
     See Also
     --------
-    skcalib.TemperatureCalibrator : The recalibration map.
+    skcalib.TemperatureCalibrator : The temperature recalibration map.
+    skcalib.IsotonicCalibrator : The isotonic recalibration map.
     expected_calibration_error : A binned measure of miscalibration.
 
     Notes
     -----
     A proper loss splits into calibration plus refinement [1]_, [2]_:
     refinement is the loss left after the best recalibration of the
-    predictions, calibration the part that recalibration removes. Here the
-    recalibration family is temperature scaling of ``log p`` (Guo et al.
-    [3]_), on the same data:
+    predictions, calibration the part that recalibration removes,
 
     .. math::
 
-        \\mathrm{refinement} = \\min_{T} L\\big(y, \\mathrm{softmax}(\\log p / T)\\big),
-        \\qquad \\mathrm{calibration} = L(y, p) - \\mathrm{refinement} \\ge 0.
+        \\mathrm{refinement} = L\\big(y, r(p)\\big),
+        \\qquad \\mathrm{calibration} = L(y, p) - \\mathrm{refinement}.
 
-    For the log loss ``T`` is the maximum-likelihood temperature
-    (:func:`skcalib.calibration._scaling.fit_temperature`, the fit of
-    :class:`~skcalib.TemperatureCalibrator`); for the Brier score ``T``
-    minimises the Brier score by a bounded scalar search on ``log T`` in
-    ``[1e-4, 1e4]``. The untransformed predictions are a candidate too, so
-    the calibration term is never negative. Temperature scaling is a
-    one-parameter family: the calibration term is a lower bound of the full
-    (isotonic / binned) calibration term, and it is 0 for predictions whose
-    only flaw cannot be fixed by a temperature.
+    What the calibration term estimates depends on the family of ``r`` and
+    on where it is fitted:
+
+    * ``recalibration="temperature"``, in-sample: :math:`r(p) =
+      \\mathrm{softmax}(\\log p / T)` with the best ``T`` on the same data
+      (Guo et al. [3]_): for the log loss the maximum-likelihood temperature
+      (the fit of :class:`~skcalib.TemperatureCalibrator`), for the Brier
+      score a bounded scalar search on ``log T`` in ``[1e-4, 1e4]``; ``T =
+      1`` is a candidate, so the term is >= 0. A one-parameter family: the
+      term is a **lower bound** of the full calibration term and misses any
+      miscalibration that a temperature cannot fix (a kinked reliability
+      curve: 0.0001 in the example below, where the isotonic term is
+      0.0527).
+    * ``recalibration="isotonic"``, in-sample: :math:`r` is the weighted
+      isotonic regression of the outcome on the positive probability (ties
+      pooled). This is the **CORP** miscalibration component MCB of
+      Dimitriadis, Gneiting & Jordan [4]_: as the isotonic regression
+      minimises every proper score among non-decreasing maps, ``loss =
+      MCB - DSC + UNC`` holds exactly for the empirical score (``UNC``: the
+      loss of the base rate, ``DSC = UNC - refinement``), with ``MCB =
+      calibration >= 0``. It is the empirical calibration term of the data
+      at hand, biased upwards as an estimate of the population term (the
+      fit adapts to the noise of the sample; on a calibrated model it is
+      about ``(number of PAV blocks) / n`` for the log loss).
+    * ``cv`` given (either family): the recalibration of each fold is fitted
+      on the other folds, so ``calibration`` is an **out-of-sample**
+      estimate of what that recalibration, fitted on ``(cv - 1) / cv`` of
+      the data, gains on new data; it is not biased towards overfitting
+      (rather slightly downwards, as each fit sees less data and its
+      variance costs loss), and it can be negative: no detectable
+      miscalibration. Cross-fitted isotonic predictions are those of
+      ``IsotonicCalibrator(method="pav")``: interpolated between the fitted
+      points and kept in ``[1e-12, 1 - 1e-12]``.
 
     References
     ----------
@@ -324,6 +503,8 @@ def calibration_refinement_decomposition(
        proper scores", QJRMS 135, 2009.
     .. [3] C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger, "On Calibration of
        Modern Neural Networks", ICML 2017.
+    .. [4] T. Dimitriadis, T. Gneiting and A. I. Jordan, "Stable reliability
+       diagrams for probabilistic classifiers", PNAS 118, 2021.
 
     Examples
     --------
@@ -339,36 +520,42 @@ def calibration_refinement_decomposition(
     2.9
     >>> bool(res.calibration > 0.1), bool(res.refinement < res.loss)
     (True, True)
+
+    A binary forecast with a kinked miscalibration: too confident above 0.5
+    (true log-odds 0.58 times its own), not confident enough below (2.4
+    times). A temperature cannot fix both sides; the isotonic map can:
+
+    >>> from scipy.special import expit, logit
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=20000)
+    >>> z = logit(p)
+    >>> y = (rng.uniform(size=p.size) < expit(np.where(z > 0, 0.58 * z, 2.4 * z)))
+    >>> for r, cv in [("temperature", None), ("isotonic", None), ("isotonic", 5)]:
+    ...     res = calibration_refinement_decomposition(
+    ...         y, p, recalibration=r, cv=cv, labels=[False, True])
+    ...     print(r, cv, round(res.calibration, 4))
+    temperature None 0.0001
+    isotonic None 0.0527
+    isotonic 5 0.0456
     """
     inp = check_metric_inputs(
         y_true, y_proba, sample_weight=sample_weight, labels=labels
     )
     value = _nll(inp) if loss == "log_loss" else _brier(inp)
-    log_p = to_log_proba(inp.proba, "probability", inp.n_classes)
-
-    def loss_at(temperature):
-        p = softmax(log_p / log_p.dtype.type(temperature))
-        recal = type(inp)(
-            y=inp.y, proba=p, classes=inp.classes, sample_weight=inp.sample_weight
-        )
-        return _nll(recal) if loss == "log_loss" else _brier(recal)
-
-    if loss == "log_loss":
-        temperature = fit_temperature(log_p, inp.y, inp.sample_weight)[0]
+    if cv is None:
+        refinement, temperature = _in_sample(inp, loss, recalibration)
+        if not refinement < value:
+            refinement = value
+            temperature = 1.0 if recalibration == "temperature" else np.nan
     else:
-        res = minimize_scalar(
-            lambda u: loss_at(np.exp(u)),
-            bounds=np.log(_T_BOUNDS),
-            method="bounded",
-            options={"xatol": 1e-6},
+        refinement, temperature = _cross_fitted(
+            inp, loss, recalibration, int(cv), random_state
         )
-        temperature = float(np.exp(res.x))
-    refinement = loss_at(temperature)
-    if not refinement < value:
-        refinement, temperature = value, 1.0
     return CalibrationRefinement(
         loss=value,
         calibration=value - refinement,
         refinement=refinement,
         temperature=float(temperature),
+        recalibration=recalibration,
+        cv=None if cv is None else int(cv),
     )

@@ -17,7 +17,11 @@ from sklearn.utils.multiclass import type_of_target
 
 from skcalib._chunks import is_dask_collection
 from skcalib._scores import check_probabilities
-from skcalib.metrics._binning import MIN_BIN_CAP, check_n_bins  # noqa: F401
+from skcalib.metrics._binning import (  # noqa: F401
+    MIN_BIN_CAP,
+    STRATEGIES,
+    check_n_bins,
+)
 
 __all__ = []  # private module
 
@@ -34,10 +38,22 @@ COMMON_CONSTRAINTS = {
 }
 BINNING_CONSTRAINTS = {
     "n_bins": [Interval(Integral, 1, None, closed="left")],
-    "strategy": [StrOptions({"uniform", "quantile"})],
+    "strategy": [StrOptions(set(STRATEGIES))],
 }
 KINDS = ("confidence", "top_label", "classwise")
 NORMS = ("l1", "l2", "max")
+#: How the classwise error combines the classes.
+AVERAGES = ("mean", "rms")
+
+
+def reject_discrete_dask(strategy):
+    """``strategy="discrete"`` needs the distinct values of all the data."""
+    if strategy == "discrete":
+        raise TypeError(
+            "strategy='discrete' (one bin per distinct probability) needs "
+            "in-memory arrays; with Dask collections use strategy='uniform' or "
+            "'quantile', or call .compute() first."
+        )
 
 
 @dataclass(frozen=True, eq=False)
