@@ -7,7 +7,8 @@ calibrator on a calibration split, score it on the test split.
   files (and ``mnist4_calib_set`` / ``mnist4_test_set``); every other file is
   split 50/50, stratified by label, with
   ``sklearn.model_selection.train_test_split(test_size=0.5, stratify=y,
-  random_state=0)``.
+  random_state=seed)`` for each seed ``0..N-1`` (``--seeds N``, default 5);
+  the own-split sets are run once. Scores are averaged over the seeds.
 * Inputs: the stored float32 probabilities, cast to float64 and divided by
   their row sums (they sum to 1 only within float32 rounding), given to
   every library: skcalib as probabilities (``score_type="probability"``),
@@ -17,7 +18,9 @@ calibrator on a calibration split, score it on the test split.
   venn-abers and uncertainty-calibration as probabilities.
 * Methods: the uncalibrated model; every skcalib calibrator found in
   ``skcalib.__all__`` with its default parameters (binary-only methods use
-  their default one-vs-rest strategy on multiclass data); the peers'
+  their default one-vs-rest strategy on multiclass data;
+  ``AutoCalibrator`` has its own benchmark and ``IdentityCalibrator`` is the
+  uncalibrated row); the peers'
   implementations (scikit-learn ``CalibratedClassifierCV`` with a frozen
   passthrough classifier; netcal; betacal and uncertainty-calibration
   one-vs-rest on multiclass data, rows renormalised; venn-abers).
@@ -26,7 +29,11 @@ calibrator on a calibration split, score it on the test split.
   (15 uniform bins, L1), accuracy. Peers whose rows do not sum to 1 are
   renormalised first (noted).
 
-Run ``python -m benchmarks quality [--quick] [--out DIR]``.
+The per-family comparison of our defaults with the best peer and with the
+uncalibrated model is :mod:`benchmarks.quality_families`.
+
+Run ``python -m benchmarks quality [--quick] [--seeds N] [--only NAMES]
+[--out DIR]``.
 """
 
 import argparse
@@ -38,11 +45,24 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import (
+    RESULTS_DIR,
+    environment,
+    output_dir,
+    write_report,
+)
 from benchmarks import _peers as P
-from benchmarks import environment, fmt, markdown_table, output_dir, write_report
+from benchmarks import quality_families as F
+from benchmarks._quality_report import print_summary, render
 
 DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-SEED = 0
+SEEDS = 5
+#: skcalib classes left out: (reason shown in the report)
+EXCLUDED = {
+    "AutoCalibrator": "its own benchmark: python -m benchmarks auto",
+    "IdentityCalibrator": "the uncalibrated row",
+}
+BEFORE = RESULTS_DIR / "quality_before.md"
 SEED_FAMILIES = {"temperature", "platt", "isotonic", "histogram"}
 QUICK_DATASETS = ("splinecalib/mozilla4_1046_cb1", "pycalib/mnist__AdaBoost")
 #: netcal's multiclass beta/Dirichlet fit uses finite-difference gradients
@@ -54,7 +74,11 @@ FULL_MATRIX_MAX_K = 10
 #: A method whose fit + predict took longer than this on a data set is not
 #: run on later data sets with at least as many classes and rows.
 SLOW_FIT_S = 30.0
-METRICS = ("NLL", "Brier", "ECE", "cwECE", "acc")
+#: Floor of the true-class probability in the per-sample NLL (skcalib's).
+try:
+    from skcalib.metrics._proper import NLL_FLOOR
+except ImportError:  # pragma: no cover - older layout
+    NLL_FLOOR = np.finfo(np.float64).eps
 
 
 @dataclass
@@ -65,6 +89,7 @@ class Dataset:
     y_test: np.ndarray
     p_test: np.ndarray
     split: str
+    own_split: bool = False
 
     @property
     def k(self):
@@ -80,6 +105,8 @@ class Result:
     params: dict = field(default_factory=dict)
     seconds: float = float("nan")
     note: str = ""
+    losses: np.ndarray = None  # per-sample test NLL
+    seeds: int = 1
 
 
 # ----------------------------------------------------------------------- data
@@ -95,7 +122,11 @@ def _load(path):
 
 
 def discover_datasets(data_dir=DATA_DIR):
-    """``[(name, loader)]`` for every prediction set, in a fixed order."""
+    """``[(name, loader)]`` for every prediction set, in a fixed order.
+
+    ``loader(seed)`` returns the :class:`Dataset` of that split seed
+    (ignored by the sets with their own calibration split).
+    """
     from sklearn.model_selection import train_test_split
 
     out = []
@@ -117,7 +148,7 @@ def discover_datasets(data_dir=DATA_DIR):
             if not test.exists():
                 continue
 
-            def load(cal=path, test=test, name=name):
+            def load(seed=0, cal=path, test=test, name=name):
                 p_cal, y_cal = _load(cal)
                 p_test, y_test = _load(test)
                 return Dataset(
@@ -127,22 +158,23 @@ def discover_datasets(data_dir=DATA_DIR):
                     y_test,
                     p_test,
                     f"own files {cal.name} / {test.name}",
+                    own_split=True,
                 )
 
             out.append((name, load))
             continue
 
-        def load(path=path, name=f"{folder}/{stem}"):
+        def load(seed=0, path=path, name=f"{folder}/{stem}"):
             p, y = _load(path)
             idx = np.arange(y.size)
             try:
                 i_cal, i_test = train_test_split(
-                    idx, test_size=0.5, stratify=y, random_state=SEED
+                    idx, test_size=0.5, stratify=y, random_state=seed
                 )
-                how = "50/50 stratified, seed 0"
+                how = f"50/50 stratified, seed {seed}"
             except ValueError:  # a class with a single member
-                i_cal, i_test = train_test_split(idx, test_size=0.5, random_state=SEED)
-                how = "50/50 random, seed 0"
+                i_cal, i_test = train_test_split(idx, test_size=0.5, random_state=seed)
+                how = f"50/50 random, seed {seed}"
             return Dataset(name, y[i_cal], p[i_cal], y[i_test], p[i_test], how)
 
         out.append((f"{folder}/{stem}", load))
@@ -155,6 +187,7 @@ def methods(status, *, quick):
     ours = [
         P.SkcalibCalibrator(cls, score_input="probability", label=f"skcalib {name}")
         for name, cls in P.discover_calibrators().items()
+        if name not in EXCLUDED
     ]
     peers = P.peer_calibrators(status)
     if quick:
@@ -188,12 +221,49 @@ def score(y, proba):
     return out
 
 
+def sample_nll(y, proba):
+    """Per-sample NLL, the true-class probability floored as skcalib's NLL."""
+    p = proba[np.arange(y.size), y].astype(np.float64)
+    return -np.log(np.maximum(p, NLL_FLOOR))
+
+
+def average_seeds(per_seed):
+    """One result per method: scores and seconds averaged over the seeds it
+    ran on, parameters of its first seed, notes of every seed (once each)."""
+    out = []
+    for i, first in enumerate(per_seed[0]):
+        runs = [results[i] for results in per_seed]
+        ran = [r for r in runs if r.scores]
+        notes = list(dict.fromkeys(r.note for r in runs if r.note))
+        avg = Result(first.label, first.library, first.family, note="; ".join(notes))
+        avg.seeds = len(ran)
+        if ran:
+            keys = [k for k in ran[0].scores if all(k in r.scores for r in ran)]
+            avg.scores = {k: float(np.mean([r.scores[k] for r in ran])) for k in keys}
+            avg.seconds = float(np.mean([r.seconds for r in ran]))
+            avg.params = ran[0].params
+        if len(per_seed) > 1 and ran and len(ran) < len(runs):
+            avg.note = (avg.note + "; " if avg.note else "") + (
+                f"{len(ran)} of {len(runs)} seeds"
+            )
+        out.append(avg)
+    return out
+
+
 def run_dataset(ds, adapters, log, slow=None):
     from benchmarks._peers import ScoreSet
 
     tr = ScoreSet(ds.y_cal, proba=ds.p_cal)
     te = ScoreSet(ds.y_test, proba=ds.p_test)
-    results = [Result("uncalibrated", "-", "none", score(te.y, te.proba))]
+    results = [
+        Result(
+            "uncalibrated",
+            "-",
+            "none",
+            score(te.y, te.proba),
+            losses=sample_nll(te.y, te.proba),
+        )
+    ]
     for a in adapters:
         res = Result(a.label, a.library, a.method)
         reason = a.applies(tr.n, tr.k)
@@ -205,7 +275,12 @@ def run_dataset(ds, adapters, log, slow=None):
             and tr.n > SLOW_MAX_ROWS
         ):
             reason = f"skipped for more than {SLOW_MAX_ROWS} calibration rows (slow)"
-        if not reason and a.method in FULL_MATRIX_FAMILIES and tr.k > FULL_MATRIX_MAX_K:
+        if (
+            not reason
+            and a.library != "skcalib"
+            and a.method in FULL_MATRIX_FAMILIES
+            and tr.k > FULL_MATRIX_MAX_K
+        ):
             reason = f"skipped for K > {FULL_MATRIX_MAX_K} (K^2 parameters, slow)"
         if not reason and slow is not None and a.label in slow:
             secs, k0, n0, where = slow[a.label]
@@ -240,8 +315,9 @@ def run_dataset(ds, adapters, log, slow=None):
             )
             proba = P.renormalise(proba)
         if slow is not None and res.seconds > SLOW_FIT_S and a.label not in slow:
-            slow[a.label] = (res.seconds, tr.k, tr.n, ds.name)
+            slow[a.label] = (res.seconds, tr.k, tr.n, f"{ds.name} ({ds.split})")
         res.scores = score(te.y, proba)
+        res.losses = sample_nll(te.y, proba)
         if "_errors" in res.scores:
             res.note = (res.note + "; " if res.note else "") + "; ".join(
                 res.scores.pop("_errors")
@@ -252,244 +328,6 @@ def run_dataset(ds, adapters, log, slow=None):
             f"({res.seconds:.2f} s)"
         )
     return results
-
-
-# -------------------------------------------------------------------- report
-def _param_str(params):
-    return ", ".join(f"{k}={fmt(v, 6)}" for k, v in params.items())
-
-
-def _ranked(results):
-    ok = [r for r in results if np.isfinite(r.scores.get("NLL", np.nan))]
-    return sorted(ok, key=lambda r: r.scores["NLL"])
-
-
-def agreement(results):
-    """Same method in skcalib and a peer: same fitted parameter / test NLL?"""
-    rows = []
-    ours = {r.family: r for r in results if r.library == "skcalib" and r.scores}
-    for r in results:
-        if r.library in ("skcalib", "-") or not r.scores or r.family not in ours:
-            continue
-        ref = ours[r.family]
-        d = r.scores["NLL"] - ref.scores["NLL"]
-        shared = [k for k in ref.params if k in r.params]
-        pdiff = "; ".join(
-            f"{k} {fmt(ref.params[k], 7)} vs {fmt(r.params[k], 7)}" for k in shared
-        )
-        same = abs(d) <= 1e-6 * max(1.0, abs(ref.scores["NLL"]))
-        rows.append(
-            (
-                ref.label.removeprefix("skcalib "),
-                r.label,
-                pdiff,
-                d,
-                "same optimum" if same else "differs",
-            )
-        )
-    return rows
-
-
-def render(done, env, notes, args, elapsed, adapters, skipped_data):
-    lines = [
-        "# skcalib calibration quality on real predictions",
-        "",
-        f"Command: `python -m benchmarks quality{' --quick' if args.quick else ''}`; "
-        f"{elapsed / 60:.1f} min in all.",
-        "",
-        *env,
-        "",
-        "How to read this: each prediction set (a trained model's probabilities on "
-        "a test set) is split into a calibration part, on which every calibrator "
-        "is fitted, and a test part, on which it is scored. Lower is better for "
-        "every score but accuracy. **NLL** is the mean negative log-likelihood "
-        "(log loss); **Brier** the squared error summed over classes (halved for "
-        "two classes, as `sklearn.metrics.brier_score_loss`); **ECE** the "
-        "confidence (top-1) expected calibration error and **cwECE** the classwise "
-        "ECE (mean over classes), both with 15 equal-width bins (L1). Methods are "
-        "ranked by test NLL, the proper score that rewards both calibration and "
-        "sharpness; ECE alone can be gamed (a constant prediction has ECE near 0).",
-        "",
-        "Protocol:",
-        "",
-        *_protocol(),
-        "",
-    ]
-    if notes:
-        lines += ["Peers skipped: " + "; ".join(notes) + ".", ""]
-    if skipped_data:
-        lines += skipped_data + [""]
-    lines += ["## Summary: best method per data set (by test NLL)", ""]
-    summary = []
-    for ds, results in done:
-        ranked = _ranked(results)
-        unc = results[0].scores
-        best = ranked[0] if ranked else None
-        best_ours = next((r for r in ranked if r.library == "skcalib"), None)
-        summary.append(
-            [
-                ds.name,
-                str(ds.k),
-                f"{ds.y_cal.size}/{ds.y_test.size}",
-                fmt(unc.get("NLL")),
-                fmt(unc.get("ECE")),
-                best.label if best else "-",
-                fmt(best.scores["NLL"]) if best else "-",
-                fmt(best.scores["ECE"]) if best else "-",
-                best_ours.label.removeprefix("skcalib ") if best_ours else "-",
-                fmt(best_ours.scores["NLL"]) if best_ours else "-",
-            ]
-        )
-    lines.append(
-        markdown_table(
-            [
-                "data set",
-                "K",
-                "cal/test",
-                "NLL uncal.",
-                "ECE uncal.",
-                "best (NLL)",
-                "NLL",
-                "ECE",
-                "best skcalib",
-                "its NLL",
-            ],
-            summary,
-            align="lrrrrlrrlr",
-        )
-    )
-    lines += [
-        "",
-        "## Mean rank by test NLL",
-        "",
-        "Rank 1 is the lowest test NLL of a data set; a method that did not "
-        "run on a data set is left out of that data set's ranks.",
-        "",
-    ]
-    lines.append(_mean_ranks(done))
-    lines += [
-        "",
-        "## Same method, same optimum?",
-        "",
-        "A peer's implementation of a method skcalib has, fitted on the same "
-        "calibration data: the fitted parameters and the difference of test "
-        "NLL (peer minus skcalib). Same optimum: |dNLL| <= 1e-6.",
-        "",
-    ]
-    agree_rows = []
-    for ds, results in done:
-        for ours, peer, pdiff, d, verdict in agreement(results):
-            agree_rows.append([ds.name, ours, peer, pdiff or "-", f"{d:+.1e}", verdict])
-    lines.append(
-        markdown_table(
-            [
-                "data set",
-                "skcalib",
-                "peer",
-                "parameters (skcalib vs peer)",
-                "dNLL",
-                "verdict",
-            ],
-            agree_rows,
-            align="llllrl",
-        )
-    )
-    why = {}
-    for a in adapters:
-        if a.library != "skcalib" and a.why:
-            why.setdefault(a.label, a.why)
-    if why:
-        lines += ["", "Why a peer can differ:", ""]
-        lines += [f"- {label}: {text}" for label, text in why.items()]
-    lines += ["", "## Per data set", ""]
-    for ds, results in done:
-        lines += [
-            f"### {ds.name}",
-            "",
-            f"K={ds.k}; {ds.y_cal.size} calibration rows, {ds.y_test.size} "
-            f"test rows ({ds.split}).",
-            "",
-        ]
-        ranked = _ranked(results)
-        rank = {id(r): i + 1 for i, r in enumerate(ranked)}
-        table = []
-        for r in ranked + [r for r in results if id(r) not in rank]:
-            s = r.scores
-            table.append(
-                [
-                    str(rank.get(id(r), "-")),
-                    r.label,
-                    *(fmt(s.get(m)) if s else "-" for m in METRICS),
-                    _param_str(r.params),
-                    "-" if not np.isfinite(r.seconds) else f"{r.seconds:.2f}",
-                    r.note,
-                ]
-            )
-        lines.append(
-            markdown_table(
-                ["rank", "method", *METRICS, "fitted", "fit+predict s", "note"],
-                table,
-                align="rlrrrrrlrl",
-            )
-        )
-        unc = results[0].scores.get("NLL")
-        if ranked:
-            best = ranked[0]
-            lines += [
-                "",
-                "Ranking by test NLL: "
-                + " < ".join(r.label.removeprefix("skcalib ") for r in ranked[:5])
-                + (" < ..." if len(ranked) > 5 else "")
-                + f". Best: {best.label} (NLL {fmt(unc)} -> "
-                f"{fmt(best.scores['NLL'])}).",
-                "",
-            ]
-    return "\n".join(lines)
-
-
-def _protocol():
-    """The protocol bullets of the module docstring, as markdown."""
-    text = __doc__.split("\n\n")[2]
-    items = [" ".join(part.split()) for part in text.split("\n* ")]
-    return ["- " + item.removeprefix("* ").replace("``", "`") for item in items]
-
-
-def _mean_ranks(done):
-    ranks = {}
-    for group in ("binary", "multiclass"):
-        for ds, results in done:
-            if (ds.k == 2) != (group == "binary"):
-                continue
-            for i, r in enumerate(_ranked(results)):
-                ranks.setdefault(r.label, {}).setdefault(group, []).append(i + 1)
-    rows = []
-    for label, g in ranks.items():
-        b, m = g.get("binary", []), g.get("multiclass", [])
-        rows.append(
-            [
-                label,
-                f"{np.mean(b):.1f}" if b else "-",
-                str(len(b)),
-                f"{np.mean(m):.1f}" if m else "-",
-                str(len(m)),
-            ]
-        )
-    rows.sort(
-        key=lambda r: (
-            float(r[1]) if r[1] != "-" else (float(r[3]) + 100 if r[3] != "-" else 1e9)
-        )
-    )
-    return markdown_table(
-        [
-            "method",
-            "mean rank, binary",
-            "data sets",
-            "mean rank, multiclass",
-            "data sets",
-        ],
-        rows,
-        align="lrrrr",
-    )
 
 
 def main(argv=None):
@@ -514,7 +352,28 @@ def main(argv=None):
     parser.add_argument(
         "--only", default=None, help="comma list of data set names (substring match)"
     )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=SEEDS,
+        help=f"split seeds 0..N-1 of the sets without their own split "
+        f"(default {SEEDS}; --quick: 1)",
+    )
+    parser.add_argument(
+        "--before",
+        default=None,
+        help=f"an earlier quality.md whose family summary is shown beside this "
+        f"run's (default {BEFORE.relative_to(RESULTS_DIR.parents[1])} if it "
+        "exists; 'none' for no comparison)",
+    )
+    parser.add_argument(
+        "--note", default=None, help="a line shown under the command in the report"
+    )
     args = parser.parse_args(argv)
+    if args.quick:
+        args.seeds = 1
+    if args.seeds < 1:
+        parser.error(f"--seeds must be at least 1, got {args.seeds}")
     t_start = time.perf_counter()
     out = output_dir(args.out, args.quick)
     status = P.load_peers(["sklearn"] if args.quick else P.parse_peers(args.peers))
@@ -536,15 +395,48 @@ def main(argv=None):
     adapters = methods(status, quick=args.quick)
     done, slow = [], {}
     for name, load in sets:
-        ds = load()
-        print(f"{name} (K={ds.k}, {ds.y_cal.size}/{ds.y_test.size})", flush=True)
-        done.append(
-            (ds, run_dataset(ds, adapters, lambda s: print(s, flush=True), slow))
-        )
+        per_seed, ds0 = [], None
+        t_set = time.perf_counter()
+        for seed in range(args.seeds):
+            ds = load(seed)
+            if ds.own_split and seed > 0:
+                break  # one split only: the seeds would repeat it
+            ds0 = ds0 or ds
+            print(
+                f"{name} (K={ds.k}, {ds.y_cal.size}/{ds.y_test.size}, {ds.split})",
+                flush=True,
+            )
+            per_seed.append(
+                run_dataset(ds, adapters, lambda s: print(s, flush=True), slow)
+            )
+        ds0.split = ds0.split.removesuffix(", seed 0")
+        done.append((ds0, per_seed))
+        print(f"  {name}: {time.perf_counter() - t_set:.0f} s", flush=True)
     elapsed = time.perf_counter() - t_start
+    fam = F.compare(done)
+    before = None
+    if not args.quick and args.before != "none":
+        path = Path(args.before) if args.before else BEFORE
+        summary = F.read_summary(path)
+        if summary is not None:
+            before = (summary, path.name)
+        elif args.before:
+            print(f"no family summary in {path}: no before/after table")
     report = render(
-        done, environment(status), notes, args, elapsed, adapters, skipped_data
+        [(ds, average_seeds(per_seed)) for ds, per_seed in done],
+        environment(status),
+        notes,
+        args,
+        elapsed,
+        adapters,
+        skipped_data,
+        fam,
+        before,
+        doc=__doc__,
+        excluded=EXCLUDED,
+        raw=done,
     )
+    print_summary(fam)
     path = write_report(out / "quality.md", report)
     print(f"\nwrote {path} ({elapsed:.0f} s)")
     return 0
