@@ -350,11 +350,14 @@ def test_block_size_and_preconditioner_paths_give_the_same_fit(monkeypatch):
     ref_vs = VectorScalingCalibrator(**TIGHT).fit(X, y, sample_weight=w)
     monkeypatch.setattr(_linear_solver, "BLOCK_ENTRIES", 64)  # 12 rows a block
     monkeypatch.setattr(_linear_solver, "CURVATURE_ROWS", 100)  # every 5th row
-    # Matrix: diagonal preconditioner only; vector: L-BFGS instead of Newton.
+    # Matrix: L-BFGS with the diagonal preconditioner only (instead of
+    # Newton); vector: L-BFGS instead of Newton.
     monkeypatch.setattr(_linear_solver, "MAX_BLOCK_CLASSES", 2)
+    monkeypatch.setattr(_linear_solver, "MAX_NEWTON_CLASSES", 2)
     other = DirichletCalibrator(**params).fit(X, y, sample_weight=w)
     other_vs = VectorScalingCalibrator(**TIGHT).fit(X, y, sample_weight=w)
     assert other_vs.n_iter_ > ref_vs.n_iter_  # really another solver
+    assert other.n_iter_ > ref.n_iter_
     # gradient <= 1e-8 on curvature >= 2 * 0.5 / 20: coefficients to ~2e-7
     np.testing.assert_allclose(other.coef_, ref.coef_, atol=2e-6)
     np.testing.assert_allclose(other_vs.coef_, ref_vs.coef_, atol=1e-6)

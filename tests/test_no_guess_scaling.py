@@ -254,3 +254,60 @@ def test_extreme_scores_finite_and_no_numpy_warnings(cls, case):
         assert "np." not in str(w.message), w
     if hasattr(cal, "n_iter_"):
         assert np.all(np.asarray(cal.n_iter_) >= 0)
+
+
+# ---------------------------------------- issue 16: fits at the optimum itself
+def _saturated(seed, n=114, k=5):
+    """Integer logits with a tenth of the rows at +-1e4 (labels drawn before
+    the extremes), the case of the property suite that reordered to 0.03."""
+    rng = np.random.default_rng(seed)
+    z = np.round(rng.normal(size=(n, k)) * 3)
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    y = np.minimum((rng.random(n)[:, None] > np.cumsum(p, axis=1)).sum(axis=1), k - 1)
+    y[: 5 * k] = np.arange(5 * k) % k
+    rows = rng.choice(n, size=n // 10, replace=False)
+    z[rows, rng.integers(0, k, rows.size)] = rng.choice([-1e4, 1e4], rows.size)
+    probe = np.vstack([z, np.zeros(k), 1e4 * np.eye(k)[0], -1e4 * np.eye(k)[-1]])
+    return z, y, probe, rng
+
+
+@pytest.mark.parametrize("cls", LINEAR)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_saturated_logits_fit_does_not_depend_on_row_order_or_weight_scale(cls, seed):
+    # Before: the solver stopped at its gradient tolerance (or max_iter),
+    # where the flat directions of W left the predictions at the +-1e4
+    # rows up to 0.034 (Dirichlet) / 4.5e-4 (matrix) apart under a
+    # permutation and 6e-5 apart under weights x 1e3. Newton polishing
+    # reaches the optimum to float64 rounding.
+    z, y, probe, rng = _saturated(seed)
+    w = rng.uniform(0.5, 2.0, y.size)
+    perm = rng.permutation(y.size)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        a = cls().fit(z, y, sample_weight=w).predict_proba(probe)
+        b = cls().fit(z[perm], y[perm], sample_weight=w[perm]).predict_proba(probe)
+        c = cls().fit(z, y, sample_weight=w * 1e3).predict_proba(probe)
+        d = cls().fit(z, y, sample_weight=w * 1e-300).predict_proba(probe)
+    assert not [r for r in record if issubclass(r.category, ConvergenceWarning)]
+    for other in (b, c, d):
+        np.testing.assert_allclose(other, a, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("cls", LINEAR)
+def test_constant_score_column_gets_no_step_along_what_the_data_cannot_see(cls):
+    # A constant column beside the intercept: w_0 * c + b_0 is all the data
+    # see. Before: the Newton ridge turned rounding noise of the gradient
+    # into steps along w_0, so weights x 1e3 moved predictions at scores
+    # of 1e4 in that column by 2.8e-3 (vector scaling).
+    rng = np.random.default_rng(4)
+    z = rng.normal(size=(24, 4))
+    z[:, 0] = 0.5
+    y = np.arange(24) % 4
+    w = rng.uniform(0.5, 2.0, y.size)
+    probe = np.vstack([np.zeros(4), 1e4 * np.eye(4)[0]])
+    a = cls(score_type="logit").fit(z, y, sample_weight=w)
+    b = cls(score_type="logit").fit(z, y, sample_weight=w * 1e3)
+    np.testing.assert_allclose(
+        b.predict_proba(probe), a.predict_proba(probe), rtol=0, atol=1e-9
+    )

@@ -86,12 +86,16 @@ class DirichletCalibrator(MatrixScalingCalibrator):
         Strength ``mu >= 0`` of the penalty on the intercept ``b``;
         ``"auto"``: ``K / n_eff``.
     max_iter : int, default=1000
-        L-BFGS iterations (over all restarts).
-    tol : float, default=1e-6
+        Newton iterations (up to 12 classes) or L-BFGS iterations (over all
+        restarts).
+    tol : float, default=1e-8
         Stop when the largest absolute entry of the gradient of the objective
         is at most ``tol`` (gradient taken with ``log p`` divided by
         ``max(1, max |log p|)``, so that ``tol`` does not depend on its
-        scale).
+        scale); up to 12 classes Newton steps then polish the fit to the
+        optimum in float64. The previous default ``1e-6`` left predictions
+        up to 3.3e-4 from the optimum on CIFAR-100 (``1e-8``: 7.7e-6, fit
+        1.4 s instead of 1.0 s); see :class:`MatrixScalingCalibrator`.
     n_jobs : int or None, default=None
         Threads over the blocks of rows (numpy releases the GIL); ``None``
         means 1 unless in a :func:`joblib.parallel_backend` context, ``-1``
@@ -120,7 +124,7 @@ class DirichletCalibrator(MatrixScalingCalibrator):
     reg_lambda_, reg_mu_ : float
         The strengths used (``"auto"`` resolved).
     n_iter_ : int
-        L-BFGS iterations used.
+        Solver iterations used to reach ``tol``.
     n_features_in_ : int
         Number of columns of ``X`` seen at fit (2-D input).
 
@@ -190,7 +194,7 @@ class DirichletCalibrator(MatrixScalingCalibrator):
         reg_lambda="auto",
         reg_mu="auto",
         max_iter=1000,
-        tol=1e-6,
+        tol=1e-8,
         n_jobs=None,
         warm_start=False,
     ):

@@ -30,7 +30,13 @@ make it unreachable in float64.
   and a backtracking line search; above :data:`MAX_BLOCK_CLASSES` classes
   (where the dense ``2K x 2K`` Hessian costs ``O(n K^2)`` per step) L-BFGS-B
   as below, preconditioned by the diagonal of the Hessian.
-* Matrix scaling (``K (K + 1)`` parameters): L-BFGS-B on the exact gradient,
+* Newton's method (vector scaling, and matrix scaling up to
+  :data:`MAX_NEWTON_CLASSES` classes) steps on the pseudo-inverse of the
+  Jacobi-scaled Hessian and, once the tolerance is met, polishes the fit to
+  float64 rounding (:func:`_newton`): equal problems then give equal fits
+  whatever the order or the scale of the rows.
+* Matrix scaling (``K (K + 1)`` parameters) above
+  :data:`MAX_NEWTON_CLASSES` classes: L-BFGS-B on the exact gradient,
   preconditioned by a linear change of variables: for each output class
   ``k`` the exact diagonal block ``sum_i s_i p_ik (1 - p_ik) [x_i, 1][x_i, 1]^T``
   of the Hessian plus the penalty is Cholesky-factored, ``L_k L_k^T``, and
@@ -55,6 +61,7 @@ from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
 from skcalib.calibration._newton import SEPARATION_MAX_ENTRIES, separation
+from skcalib.calibration._newton import polished_newton as _newton
 
 __all__ = []
 
@@ -70,6 +77,10 @@ CURVATURE_ROWS = 16384
 
 #: The preconditioner is refreshed when the gradient has shrunk this much.
 REFRESH_FACTOR = 1e-2
+
+#: Matrix scaling uses Newton's method up to this many classes (the dense
+#: Hessian has ``(K (K + 1))**2`` entries), L-BFGS-B above.
+MAX_NEWTON_CLASSES = 12
 
 
 class _Reached(Exception):
@@ -255,7 +266,9 @@ class PenalisedNLL:
         li = np.log(s) - a[rows, yb]
         loss = float(li.sum() * wb if self.w is None else li @ self.w[sl])
         hess = None
-        if hessian:  # uses p before it becomes the residual
+        if hessian and not self.diagonal:  # uses p before it becomes the residual
+            hess = _matrix_hessian(xb, wb, p)
+        elif hessian:
             px = p * xb
             m = np.hstack((px, p))
             m *= np.sqrt(wb)
@@ -276,8 +289,10 @@ class PenalisedNLL:
         return loss, grad, hess
 
     def loss_grad(self, theta, hessian=False):
-        """``J``, its gradient (shape of ``theta``) and, for vector scaling,
-        the exact Hessian in the order ``(w, b)`` (shape ``(2K, 2K)``)."""
+        """``J``, its gradient (shape of ``theta``) and, with ``hessian``,
+        the exact Hessian of ``J`` in the order of ``theta.ravel()``: ``(w,
+        b)`` for vector scaling (shape ``(2K, 2K)``), the rows of ``[W | b]``
+        for matrix scaling (shape ``(K (K + 1), K (K + 1))``)."""
         loss, grad, hess = self._sum(lambda sl: self._block_terms(sl, theta, hessian))
         return self.add_penalty(theta, loss, grad, hess)
 
@@ -287,7 +302,7 @@ class PenalisedNLL:
         loss = float(loss) + float(np.sum(self.C * d * d))
         grad += 2.0 * self.C * d
         if hess is not None:
-            hess[np.diag_indices(2 * self.k)] += 2.0 * self.C.ravel()
+            hess[np.diag_indices(self.C.size)] += 2.0 * self.C.ravel()
         return loss, grad, hess
 
     def curvature_blocks(self, theta, full):
@@ -359,6 +374,23 @@ class PenalisedNLL:
         return theta
 
 
+def _matrix_hessian(xb, wb, p):
+    """Data part of the Hessian of ``J`` in ``[W | b]`` (rows of ``Theta``
+    raveled) for one block: ``sum_i s_i (diag(p_i) - p_i p_i^T) (x) (t_i
+    t_i^T)`` with ``t_i = [x_i, 1]``; ``O(m K^4)`` time, ``O(m K^2)`` memory."""
+    m, k = p.shape
+    xt = np.hstack((xb, np.ones((m, 1))))
+    kron = (p[:, :, None] * xt[:, None, :]).reshape(m, k * (k + 1))
+    weighted = kron * wb
+    hess = -(kron.T @ weighted)
+    # diagonal blocks sum_i s_i p_ij t_i t_i^T, one per output class j
+    blocks = (weighted.T @ xt).reshape(k, k + 1, k + 1)
+    view = hess.reshape(k, k + 1, k, k + 1)
+    idx = np.arange(k)
+    view[idx, :, idx, :] += blocks
+    return hess
+
+
 @contextmanager
 def _threads(problem, n_jobs):
     """One BLAS thread, and ``n_jobs`` threads over the row blocks."""
@@ -396,66 +428,6 @@ def fit_vector(problem, *, max_iter, tol, n_jobs=1, start=None):
         if problem.k > MAX_BLOCK_CLASSES:
             return _lbfgs(problem, theta, max_iter=max_iter, tol=tol)
         return _newton(problem, theta, max_iter=max_iter, tol=tol)
-
-
-def _newton(problem, theta, *, max_iter, tol):
-    """Newton's method with a backtracking line search (vector scaling).
-
-    Returns
-    -------
-    theta : ndarray of shape (2, K)
-        ``(w, b)`` on the original features.
-    n_iter : int
-        Newton steps taken.
-    status : {"converged", "max_iter", "precision"}
-        ``"precision"``: no step decreases ``J`` in float64 any more.
-    gmax : float
-        Largest absolute entry of the (scaled) gradient at the end.
-    """
-    k = problem.k
-    loss, grad, hess = problem.loss_grad(theta, hessian=True)
-    free_b = not np.any(problem.C[1] > 0)
-    n_iter = 0
-    status = "max_iter"
-    while n_iter < max_iter:
-        if np.max(np.abs(grad)) <= tol:
-            status = "converged"
-            break
-        n_iter += 1
-        h = hess.copy()
-        size = max(1.0, float(np.max(np.abs(np.diag(h)))))
-        if free_b:
-            # Curvature along b + c 1, which J cannot see (the gradient has no
-            # component there): the step then has none either.
-            h[k:, k:] += size / k
-        h[np.diag_indices(2 * k)] += 1e-12 * size
-        g = grad.ravel()
-        try:
-            factor = np.linalg.cholesky(h)
-            step = -np.linalg.solve(factor.T, np.linalg.solve(factor, g))
-        except np.linalg.LinAlgError:
-            step = -np.linalg.lstsq(h, g, rcond=None)[0]
-        decrement = -g @ step
-        if not decrement > 1e-15 * max(1.0, abs(loss)):
-            status = "converged" if decrement >= 0 else "precision"
-            break
-        step = step.reshape(2, k)
-        alpha = 1.0
-        while True:
-            new = theta + alpha * step
-            new_loss, new_grad, new_hess = problem.loss_grad(new, hessian=True)
-            if new_loss <= loss - 1e-4 * alpha * decrement or alpha < 1e-10:
-                break
-            alpha *= 0.5
-        if not new_loss <= loss:
-            status = "precision"
-            break
-        theta, loss, grad, hess = new, new_loss, new_grad, new_hess
-    else:
-        if np.max(np.abs(grad)) <= tol:
-            status = "converged"
-    gmax = float(np.max(np.abs(grad)))
-    return problem.original(problem.gauge_fix(theta)), n_iter, status, gmax
 
 
 # ------------------------------------------------------------- L-BFGS-B
@@ -497,9 +469,14 @@ def _change_of_variables(problem, theta, full):
 
 
 def fit_matrix(problem, *, max_iter, tol, n_jobs=1, start=None):
-    """Matrix scaling: see :func:`_lbfgs`; ``n_jobs`` threads over blocks."""
+    """Matrix scaling: :func:`_newton` up to :data:`MAX_NEWTON_CLASSES`
+    classes (``K (K + 1)`` parameters: the dense Hessian costs ``O(n K^4)``
+    per step), above that :func:`_lbfgs`; ``n_jobs`` threads over blocks."""
     with _threads(problem, n_jobs):
-        return _lbfgs(problem, _start(problem, start), max_iter=max_iter, tol=tol)
+        theta = _start(problem, start)
+        if problem.k > MAX_NEWTON_CLASSES:
+            return _lbfgs(problem, theta, max_iter=max_iter, tol=tol)
+        return _newton(problem, theta, max_iter=max_iter, tol=tol)
 
 
 def _lbfgs(problem, theta, *, max_iter, tol):
