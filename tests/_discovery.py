@@ -1,0 +1,316 @@
+"""Discovery of every public calibrator and metric, for the property tests.
+
+Nothing here is a hand list of methods: calibrators are the classes of
+``skcalib.__all__`` that are calibrators (subclasses of
+:class:`skcalib._base.BaseCalibrator`, or estimators with ``predict_proba``);
+metrics are the functions of ``skcalib.metrics.__all__`` whose first two
+parameters are ``(y_true, y_proba)``. The only choices made here are how to
+build an instance that can be fitted on generated data (a small
+``LogisticRegression`` where an estimator is needed, 3 splits where ``cv``
+splits, a fixed ``random_state``) and which parameter options also get a
+configuration of their own (every option of ``strategy`` and ``method``: the
+bin edges and nonconformity scores are where the data decide things).
+"""
+
+import inspect
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.base import BaseEstimator, clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.utils._param_validation import StrOptions
+
+import skcalib
+import skcalib.metrics
+from skcalib._base import BaseCalibrator
+
+#: Parameters whose every option gets its own configuration.
+VARIED_OPTIONS = ("strategy", "method")
+
+
+def calibrator_classes():
+    """Every public calibrator class of ``skcalib.__all__``."""
+    found = []
+    for name in skcalib.__all__:
+        obj = getattr(skcalib, name)
+        if not inspect.isclass(obj) or not issubclass(obj, BaseEstimator):
+            continue
+        if issubclass(obj, BaseCalibrator) or hasattr(obj, "predict_proba"):
+            found.append(obj)
+    return found
+
+
+def metric_functions():
+    """Every public function of ``skcalib.metrics`` taking ``(y_true, y_proba)``."""
+    found = []
+    for name in skcalib.metrics.__all__:
+        obj = getattr(skcalib.metrics, name)
+        if not inspect.isfunction(obj):
+            continue  # classes (result types, the accumulator) and scorers
+        params = list(inspect.signature(obj).parameters)
+        if params[:2] == ["y_true", "y_proba"]:
+            found.append(obj)
+    return found
+
+
+def takes_features(cls):
+    """True for meta-estimators that fit their own ``estimator`` on features
+    (not a calibrator of scores): they are built with a LogisticRegression."""
+    return not issubclass(cls, BaseCalibrator) and "estimator" in _init_params(cls)
+
+
+def _init_params(cls):
+    return inspect.signature(cls.__init__).parameters
+
+
+def _small_lr():
+    """A LogisticRegression solved to round-off (Newton steps), so that equal
+    problems give equal probabilities (lbfgs at ``tol=1e-10`` still differs
+    by 3e-5 under a row permutation)."""
+    return LogisticRegression(solver="newton-cholesky", tol=1e-12, max_iter=1000)
+
+
+def _default_params(cls):
+    """Parameters that make ``cls`` fit on small generated data."""
+    params = _init_params(cls)
+    kwargs = {}
+    if takes_features(cls):
+        kwargs["estimator"] = _small_lr()
+    if "cv" in params and params["cv"].default is not None:
+        kwargs["cv"] = 3  # fewer splits: generated data have >= 5 per class
+    if "random_state" in params:
+        kwargs["random_state"] = 0
+    return kwargs
+
+
+@dataclass
+class Config:
+    """One way to build a discovered calibrator."""
+
+    cls: type
+    params: dict = field(default_factory=dict)
+
+    @property
+    def id(self):
+        extra = ",".join(
+            f"{k}={_short(v)}"
+            for k, v in self.params.items()
+            if k not in _default_params(self.cls)
+        )
+        return self.cls.__name__ + (f"[{extra}]" if extra else "")
+
+    def build(self, **overrides):
+        return self.cls(**{**_default_params(self.cls), **self.params, **overrides})
+
+    def __repr__(self):
+        return self.id
+
+
+def _short(value):
+    if isinstance(value, BaseEstimator):
+        return type(value).__name__
+    return repr(value)
+
+
+def calibrator_configs():
+    """Each discovered calibrator with its defaults, plus one configuration
+    per non-default option of the parameters in :data:`VARIED_OPTIONS`, plus
+    ``calibrator=LogisticRegression()`` where a ``calibrator`` parameter
+    takes any classifier, plus ``randomized=True`` where it exists (it needs
+    ``method="aps"`` when ``method`` has that option)."""
+    configs = []
+    for cls in calibrator_classes():
+        configs.append(Config(cls))
+        constraints = getattr(cls, "_parameter_constraints", {})
+        defaults = {k: p.default for k, p in _init_params(cls).items()}
+        for name in VARIED_OPTIONS:
+            for option in constraints.get(name, []):
+                if isinstance(option, StrOptions):
+                    for value in sorted(option.options - {defaults[name]}):
+                        configs.append(Config(cls, {name: value}))
+        if "calibrator" in defaults and issubclass(cls, BaseCalibrator):
+            configs.append(Config(cls, {"calibrator": _small_lr()}))
+        if "randomized" in defaults:
+            extra = {"randomized": True}
+            methods = [
+                o.options
+                for o in constraints.get("method", [])
+                if hasattr(o, "options")
+            ]
+            if methods and "aps" in methods[0]:
+                extra["method"] = "aps"
+            configs.append(Config(cls, extra))
+    return configs
+
+
+# ------------------------------------------------------------------- rules
+def _quiet_fit(est, X, y, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return est.fit(X, y, **kw)
+
+
+def outputs(est, X):
+    """What a fitted calibrator says about ``X``: its probabilities and, if it
+    has ``predict_set``, its prediction sets."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = {"proba": np.asarray(est.predict_proba(X))}
+        if hasattr(est, "predict_set"):
+            out["set"] = np.asarray(est.predict_set(X))
+    return out
+
+
+def _rule_data():
+    rng = np.random.default_rng(12345)
+    Z = rng.normal(size=(120, 3)) * 2
+    P = np.exp(Z - Z.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    y = np.array([rng.choice(3, p=p) for p in P])
+    y[:15] = np.arange(15) % 3
+    return Z, y
+
+
+_RANDOMNESS = {}
+
+
+def uses_randomness(config):
+    """True when the fit of ``config`` depends on ``random_state``: fits with
+    ``random_state=0`` and ``1`` on the same data give different outputs.
+    (A ``random_state`` that the configuration never uses, as Venn-ABERS
+    with ``cv=None`` or LAC sets, does not count.)"""
+    if "random_state" not in _init_params(config.cls):
+        return False
+    if config.id not in _RANDOMNESS:
+        Z, y = _rule_data()
+        a = outputs(_quiet_fit(config.build(random_state=0), Z, y), Z)
+        b = outputs(_quiet_fit(config.build(random_state=1), Z, y), Z)
+        _RANDOMNESS[config.id] = any(not np.array_equal(a[k], b[k]) for k in a)
+    return _RANDOMNESS[config.id]
+
+
+def splits_rows(est):
+    """True when the fit splits the rows by position (a ``cv`` that is set):
+    then reordering rows, duplicating a row or giving it weight 0 changes the
+    splits, and so the result."""
+    params = est.get_params(deep=False)
+    return params.get("cv") is not None
+
+
+def order_dependent(config):
+    """Row order (and row multiplicity) legitimately matter for this fit."""
+    return uses_randomness(config) or splits_rows(config.build())
+
+
+def weight_scale_dependent(est):
+    """True when an inner estimator that is not a skcalib calibrator has a
+    regularisation strength ``C`` or ``alpha``: in scikit-learn's convention
+    the penalty is not divided by the total weight, so multiplying every
+    weight changes the effective penalty (``LogisticRegression``)."""
+    for value in est.get_params(deep=False).values():
+        if isinstance(value, BaseEstimator) and not isinstance(value, BaseCalibrator):
+            inner = value.get_params(deep=False)
+            if "C" in inner or "alpha" in inner:
+                return True
+    return False
+
+
+def weights_are_counts(est):
+    """True when the method declares that its result depends on the weight
+    total by design (``_rescale_sample_weight = False``: Platt's smoothed
+    targets, conformal levels ``(1 - alpha)(W + 1)``, Venn-ABERS repetition
+    counts), so multiplying every weight is not a no-op."""
+    return getattr(est, "_rescale_sample_weight", True) is False
+
+
+def scores_as_features(est):
+    """True when ``X`` (or the scores) are features of a plain scikit-learn
+    estimator (a meta-estimator's classifier, or a ``calibrator`` that is
+    not a skcalib calibrator): properties of *scores* (1-D = 2-D binary,
+    rounded probabilities = renormalised ones) are not promised for
+    features."""
+    if takes_features(type(est)):
+        return True
+    return any(
+        isinstance(v, BaseEstimator) and not isinstance(v, BaseCalibrator)
+        for k, v in est.get_params(deep=False).items()
+        if k != "estimator"
+    )
+
+
+def iterative(est):
+    """Fitted by an iterative solver with a tolerance (``tol`` or an inner
+    estimator with ``tol``): equal problems agree to the solver's accuracy,
+    not to the last bit."""
+    params = est.get_params(deep=True)
+    return any(k == "tol" or k.endswith("__tol") for k in params)
+
+
+def resolved_strengths(fitted):
+    """The regularisation strengths that a fitted iterative method resolved
+    from the data: ``{name: value}`` for each ``reg_*`` parameter set to
+    ``"auto"`` whose fitted ``name_`` is a number (Dirichlet and matrix
+    scaling: ``c / n_eff`` with Kish's ``n_eff = (sum s)^2 / sum s^2``).
+
+    Such a rule cannot make a weight of 2 a duplicated row: a strength that
+    does not change when every weight is multiplied by a constant (weights
+    of any scale give the same result) gives weights all 2 the strength of
+    weights all 1, while duplicating every row doubles the row count. The
+    weight-2 property is then checked at equal strengths: the fit with the
+    duplicated rows gets the strengths that the weighted fit resolved.
+    """
+    if not iterative(fitted):
+        return {}
+    out = {}
+    for name, value in fitted.get_params(deep=False).items():
+        resolved = getattr(fitted, name + "_", None)
+        if name.startswith("reg_") and value == "auto" and _is_number(resolved):
+            out[name] = float(resolved)
+    return out
+
+
+def _is_number(value):
+    return isinstance(value, (int, float, np.floating)) and not isinstance(value, bool)
+
+
+_PIECEWISE = {}
+_DATA_JUMPS = {}
+
+
+def fit_jumps_with_the_data(config):
+    """True when the fitted map jumps as tied *training* scores are untied:
+    fits on scores rounded to 2 decimals (many ties) and on the same scores
+    moved by a relative 1e-9 (no ties left) predict more than 1e-4 apart
+    somewhere, 1e5 times the move. Isotonic regression is such a fit (PAV
+    pools tied scores into one block, and untied ones may be split), also
+    when its map is continuous in its input (centered isotonic), so 4-decimal
+    rounding, which creates ties, has no pointwise bound for it; smooth
+    maximum-likelihood fits move by about the perturbation."""
+    if config.id not in _DATA_JUMPS:
+        Z, y = _rule_data()
+        P = np.exp(Z - Z.max(axis=1, keepdims=True))
+        P /= P.sum(axis=1, keepdims=True)
+        R = np.maximum(P.round(2), 0.01)
+        R /= R.sum(axis=1, keepdims=True)
+        Q = R * (1 + 1e-9 * np.random.default_rng(7).standard_normal(R.shape))
+        Q /= Q.sum(axis=1, keepdims=True)
+        a = outputs(_quiet_fit(clone(config.build()), R, y), P)["proba"]
+        b = outputs(_quiet_fit(clone(config.build()), Q, y), P)["proba"]
+        _DATA_JUMPS[config.id] = bool(np.abs(a - b).max() > 1e-4)
+    return _DATA_JUMPS[config.id]
+
+
+def piecewise_constant(config):
+    """True when the fitted map of ``config`` is piecewise constant in its
+    input (binning, isotonic steps): moving every input by 1e-9 leaves at
+    least half of the predictions bit-identical. For such maps an input
+    that crosses a step changes its prediction by the step height, so their
+    sensitivity to rounding is bounded through the metrics, not pointwise."""
+    if config.id not in _PIECEWISE:
+        Z, y = _rule_data()
+        est = _quiet_fit(clone(config.build()), Z, y)
+        a = outputs(est, Z)["proba"]
+        b = outputs(est, Z + np.array([1e-9, -1e-9, 5e-10]))["proba"]
+        _PIECEWISE[config.id] = np.mean(np.all(a == b, axis=1)) >= 0.5
+    return _PIECEWISE[config.id]
