@@ -11,9 +11,13 @@ __all__ = []
 def damped_newton(terms, start, *, max_iter, tol):
     """Minimise a smooth convex function by Newton steps with backtracking.
 
-    Each iteration solves the Newton system (with a ridge of ``1e-12`` of
-    the Hessian's trace, so constant features do not make it singular) and
-    halves the step until the Armijo condition holds. It stops when the
+    Each iteration takes the minimum-norm Newton step (the pseudo-inverse of
+    the Jacobi-scaled Hessian, eigenvalues below ``1e-12`` of the largest
+    dropped), so a direction the data do not see (the slope of constant
+    scores beside the intercept) is never moved along: the result is then
+    the start's value there, whatever the order or the weight-0 rows of the
+    data, instead of rounding noise amplified by a tiny ridge. It halves the
+    step until the Armijo condition holds. It stops when the
     Newton decrement is at the level of float64 rounding of the loss, or when
     an accepted step is below ``tol * (1 + max|params|)``.
 
@@ -41,8 +45,7 @@ def damped_newton(terms, start, *, max_iter, tol):
     converged = False
     n_iter = 0
     for n_iter in range(1, max_iter + 1):  # noqa: B007
-        hess[np.diag_indices(params.size)] += 1e-12 * max(1.0, hess.trace())
-        step = -np.linalg.solve(hess, grad)
+        step = -_pinv_solve(hess, grad)
         decrement = -grad @ step
         if decrement <= 1e-15 * max(1.0, abs(loss)):
             converged = True  # at the optimum to machine precision
@@ -60,6 +63,18 @@ def damped_newton(terms, start, *, max_iter, tol):
             converged = True
             break
     return params, n_iter, converged, loss
+
+
+def _pinv_solve(hess, grad):
+    """``pinv(hess) @ grad`` for a symmetric positive semi-definite ``hess``,
+    through its Jacobi-scaled eigen-decomposition (relative cut 1e-12)."""
+    d = np.sqrt(np.maximum(np.diag(hess), 0.0))
+    d[d == 0] = 1.0
+    scaled = hess / d[:, None] / d[None, :]
+    values, vectors = np.linalg.eigh(scaled)
+    keep = values > 1e-12 * max(values.max(), 0.0)
+    inv = np.where(keep, 1.0 / np.where(keep, values, 1.0), 0.0)
+    return (vectors @ (inv * (vectors.T @ (grad / d)))) / d
 
 
 #: The separation check solves a linear program only up to this many
