@@ -485,8 +485,8 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
 
 def _checked_weights(sample_weight, y_enc, *, rescale=True):
     """Validated float64 weights, divided by a power of two near their
-    maximum if ``rescale`` (an exact division: the largest weight becomes a
-    value in ``(0.5, 1]``).
+    maximum if ``rescale`` (:func:`unit_weights`: an exact division, the
+    largest weight becomes a value in ``[1, 2)``).
 
     Every result of a rescaling calibrator is then the same for weights
     ``w`` and ``c * w`` (bit for bit when ``c`` is a power of two, up to
@@ -501,7 +501,7 @@ def _checked_weights(sample_weight, y_enc, *, rescale=True):
         raise ValueError("All sample weights are zero; there is nothing to fit.")
     if not rescale:
         return sample_weight
-    return np.ldexp(sample_weight, -int(np.frexp(top)[1]))
+    return unit_weights(sample_weight, top)[0]
 
 
 def check_count_weights(sample_weight, name):
@@ -526,6 +526,19 @@ def check_count_weights(sample_weight, name):
 def _all_finite(y):
     lo, hi, nan = value_range(y)
     return not nan and bool(np.isfinite(lo)) and bool(np.isfinite(hi))
+
+
+def unit_weights(sample_weight, top=None):
+    """``sample_weight`` divided by the power of two ``2**e`` at or just below
+    its maximum ``top`` (exact; the largest weight becomes a number in
+    ``[1, 2)``, as in the metrics), and that divisor: ``(w, 2.0**e)``;
+    neither overflows, from subnormal weights to 1.8e308. ``top <= 0``:
+    returned as given, 1.0."""
+    top = float(np.max(sample_weight)) if top is None else float(top)
+    if not top > 0:
+        return sample_weight, 1.0
+    e = int(np.frexp(top)[1]) - 1
+    return np.ldexp(sample_weight, -e), float(np.ldexp(1.0, e))
 
 
 def _plain(value):

@@ -154,13 +154,13 @@ class ChunkedData:
         scale = max(p["max_weight"] for p in parts)
         # a power of two, as in BaseCalibrator.fit: the division is exact
         self.weight_scale = (
-            float(np.ldexp(1.0, int(np.frexp(scale)[1])))
+            float(np.ldexp(1.0, int(np.frexp(scale)[1]) - 1))
             if rescale_weights and scale > 0
             else 1.0
         )
         weight = np.zeros(labels.size)
         for p in parts:
-            share = p["max_weight"] / self.weight_scale
+            share = p["unit"] / self.weight_scale
             weight[np.searchsorted(labels, p["labels"])] += p["class_weight"] * share
         self.class_weight = weight
         self.total_weight = float(weight.sum())
@@ -236,8 +236,11 @@ def _survey_chunk(X, y, w, score_type="auto"):
     X, y, w = _validate_chunk(X, y, w)
     labels, inverse = np.unique(y, return_inverse=True)
     top = float(w.max()) if w is not None and w.size else 1.0
+    unit = 1.0
     if w is not None and top > 0:
-        w = w / top  # no overflow in the sums of huge weights
+        # divided by a power of two: exact, and the sums cannot overflow
+        e = int(np.frexp(top)[1]) - 1
+        w, unit = np.ldexp(w, -e), float(np.ldexp(1.0, e))
     weights = np.bincount(inverse.ravel(), weights=w, minlength=labels.size).astype(
         np.float64
     )
@@ -255,6 +258,7 @@ def _survey_chunk(X, y, w, score_type="auto"):
         "labels": labels,
         "class_weight": weights,
         "max_weight": top if w is not None else 1.0,
+        "unit": unit,
         "in_range": in_range,
         "n_rounded": n_rounded,
         "error": error,

@@ -8,7 +8,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, log_expit
+from scipy.special import expit
 from sklearn.utils import assert_all_finite
 
 from skcalib._accel import value_range
@@ -404,10 +404,11 @@ def to_log_proba(scores, score_type, n_classes):
         scores = scores[:, 0]
     if scores.ndim == 1:
         if score_type == "logit":
-            out = np.empty((scores.shape[0], 2), dtype=scores.dtype)
-            out[:, 0] = log_expit(-scores)
-            out[:, 1] = log_expit(scores)
-            return out
+            # the log-softmax of [0, s]: bit for bit what the two-column
+            # logits [0, s] give (log_expit rounds differently on some numpy)
+            out = np.zeros((scores.shape[0], 2), dtype=scores.dtype)
+            out[:, 1] = scores
+            return log_softmax(out)
         p = scores
         out = np.empty((p.shape[0], 2), dtype=p.dtype)
         out[:, 1] = np.log(np.maximum(p, PROBA_FLOOR))

@@ -71,6 +71,26 @@ def _small_lr():
     return LogisticRegression(solver="newton-cholesky", tol=1e-12, max_iter=1000)
 
 
+_LR_FLOAT32 = []
+
+
+def inner_model_refuses_float32(est):
+    """True when ``est`` fits the package's small LogisticRegression on
+    float32 features and this scikit-learn cannot (1.6 raises "Buffer dtype
+    mismatch" in its loss for newton-cholesky on float32): measured once on
+    tiny data, a limit of scikit-learn, not of skcalib."""
+    if not scores_as_features(est):
+        return False
+    if not _LR_FLOAT32:
+        X = np.array([[0.0], [1.0], [2.0], [3.0]], dtype=np.float32)
+        try:
+            _small_lr().fit(X, np.array([0, 0, 1, 1]))
+            _LR_FLOAT32.append(False)
+        except ValueError:
+            _LR_FLOAT32.append(True)
+    return _LR_FLOAT32[0]
+
+
 def _default_params(cls):
     """Parameters that make ``cls`` fit on small generated data."""
     params = _init_params(cls)

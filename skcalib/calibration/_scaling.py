@@ -11,7 +11,7 @@ from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval
 
-from skcalib._base import BaseCalibrator
+from skcalib._base import BaseCalibrator, unit_weights
 from skcalib._scores import softmax
 from skcalib.calibration._binary import _BinaryMapCalibrator
 from skcalib.calibration._newton import damped_newton
@@ -96,8 +96,8 @@ def platt_counts(pos, sample_weight):
     top = float(sample_weight.max(initial=0.0))
     if not top > 0:
         return sample_weight, 0.0, 0.0
-    w = sample_weight / top
-    return w, top * float(w[pos].sum()), top * float(w[~pos].sum())
+    w, unit = unit_weights(sample_weight, top)
+    return w, unit * float(w[pos].sum()), unit * float(w[~pos].sum())
 
 
 def _platt_chunk_terms(s, pos, w, params, *, n_pos, n_neg, scale):
@@ -511,7 +511,7 @@ def fit_temperature(
     n = z.shape[0]
     if sample_weight is not None:
         top = float(sample_weight.max(initial=0.0))
-        sample_weight = sample_weight / top if top > 0 else sample_weight
+        sample_weight = unit_weights(sample_weight, top)[0]
     z_max = z.max(axis=1).astype(np.float64)
     dy = z[np.arange(n), y] - z_max
     active = dy if sample_weight is None else dy[sample_weight > 0]

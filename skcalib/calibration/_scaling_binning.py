@@ -10,7 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from skcalib._base import BaseCalibrator
+from skcalib._base import BaseCalibrator, unit_weights
 from skcalib._scores import Scores, log_odds, log_softmax, softmax
 from skcalib.calibration._binary import OUTPUT_EPS, share_rest
 from skcalib.calibration._scaling import fit_platt, fit_temperature
@@ -72,7 +72,7 @@ def split_weights(keys, y, sample_weight, fraction):
     # The shares are computed on weights divided by their maximum: the same
     # split for any scale of the weights, and no overflow for weights 1e308.
     top = float(w.max()) if w.size else 1.0
-    unit = w / top if top > 0 else w
+    unit = unit_weights(w, top)[0]
     w1 = np.zeros_like(w)
     for c in np.unique(y):
         rows = np.flatnonzero(y == c)
@@ -388,11 +388,9 @@ class ScalingBinningCalibrator(BaseCalibrator):
         q, _, _ = self._scaled(scores, second)
         w2 = w2[second]
         # Bin frequencies do not depend on the scale of the weights; divided by
-        # their maximum, sums of weights 1e308 do not overflow (bin_counts_
-        # are in units of the largest weight).
-        scale = float(w2.max()) if w2.size else 1.0
-        scale = scale if scale > 0 else 1.0
-        w2 = w2 / scale
+        # a power of two near their maximum (exact), sums of weights 1e308 do
+        # not overflow (bin_counts_ are in units of that power of two).
+        w2 = unit_weights(w2)[0] if w2.size else w2
         q = q[:, None] if q.ndim == 1 else q
         self.bin_edges_, self.bin_proba_, self.bin_counts_ = [], [], []
         for k in range(q.shape[1]):
