@@ -12,6 +12,7 @@ from scipy.special import expit
 from sklearn.utils import assert_all_finite
 
 from skcalib._accel import value_range
+from skcalib._warn import user_stacklevel
 
 __all__ = []  # private module
 
@@ -268,7 +269,7 @@ def resolve_score_type(
                 f"value in [0, 1], {shape}); they are used as logits. Pass "
                 "score_type='probability' (or 'auto') if they are probabilities.",
                 UserWarning,
-                stacklevel=_user_stacklevel(),
+                stacklevel=user_stacklevel(),
             )
         return ScoreTypeDecision("logit", scores, 0, "score_type='logit' was given")
     given = score_type == "probability"
@@ -332,29 +333,6 @@ def looks_like_probabilities(scores, value_range=None):
     """
     decision = resolve_score_type(scores, "auto", value_range=value_range)
     return decision.score_type == "probability"
-
-
-def _user_stacklevel():
-    """``stacklevel`` for ``warnings.warn`` called in this module's caller
-    chain so that the warning points at the first frame outside skcalib and
-    scikit-learn (the user's call)."""
-    import os
-    import sys
-
-    import sklearn
-
-    import skcalib
-
-    inside = (
-        os.path.dirname(skcalib.__file__) + os.sep,
-        os.path.dirname(sklearn.__file__) + os.sep,
-    )
-    frame = sys._getframe(1)
-    level = 1
-    while frame is not None and frame.f_code.co_filename.startswith(inside):
-        frame = frame.f_back
-        level += 1
-    return level
 
 
 def centre_rows(z):

@@ -13,13 +13,13 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.parallel import Parallel, delayed
 
 from skcalib._base import BaseCalibrator
+from skcalib._warn import user_stacklevel
 from skcalib.calibration._beta import BetaCalibrator
 from skcalib.calibration._binning import HistogramBinningCalibrator
 from skcalib.calibration._cross_fit import (
     collect_warnings,
     recording_warnings,
     reemit_warnings,
-    user_stacklevel,
 )
 from skcalib.calibration._dirichlet import DirichletCalibrator, VectorScalingCalibrator
 from skcalib.calibration._isotonic import IsotonicCalibrator

@@ -3,9 +3,7 @@
 calibrator's column layout, the check that the splits partition the
 samples, and the warnings of the inner fits, said once per fit."""
 
-import os
 import re
-import sys
 import warnings
 
 import numpy as np
@@ -14,6 +12,7 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _check_method_params
 
 from skcalib._scores import log_softmax
+from skcalib._warn import user_stacklevel
 
 __all__ = []  # private module
 
@@ -63,25 +62,6 @@ def collect_warnings(tasks):
             entry[4][group] = entry[4].get(group, 0) + 1
             entry[5] |= message != entry[1]
     return {k: tuple(v) for k, v in found.items()}
-
-
-def user_stacklevel():
-    """``stacklevel`` for the caller of this function to point at the first
-    frame outside skcalib, scikit-learn and joblib: the user's call."""
-    import joblib
-    import sklearn
-
-    import skcalib
-
-    inside = tuple(
-        os.path.dirname(m.__file__) + os.sep for m in (skcalib, sklearn, joblib)
-    )
-    frame = sys._getframe(1)  # our caller, which calls warnings.warn
-    level = 1
-    while frame is not None and frame.f_code.co_filename.startswith(inside):
-        frame = frame.f_back
-        level += 1
-    return level
 
 
 def reemit_warnings(found, describe):

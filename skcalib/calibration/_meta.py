@@ -34,6 +34,7 @@ from sklearn.utils.validation import (
 )
 
 from skcalib._base import BaseCalibrator
+from skcalib._warn import user_stacklevel
 from skcalib.calibration._cross_fit import (
     _CalibratedPair,
     _check_splits,
@@ -48,7 +49,6 @@ from skcalib.calibration._cross_fit import (
     fold_counts,
     recording_warnings,
     reemit_warnings,
-    user_stacklevel,
 )
 from skcalib.calibration._scaling import TemperatureCalibrator
 

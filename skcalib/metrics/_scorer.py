@@ -72,6 +72,21 @@ class ProbaScorer:
     (:meth:`set_score_request`). An estimator without ``classes_`` is scored
     without ``labels``: the metric then takes the labels of ``y`` when they
     name every column, and raises otherwise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from skcalib.metrics import get_scorer, negative_log_likelihood
+    >>> X = np.arange(12.0)[:, None]
+    >>> y = np.array([0, 0, 0, 1, 0, 1, 1, 2, 1, 2, 2, 2])
+    >>> clf = LogisticRegression().fit(X, y)
+    >>> scorer = get_scorer("neg_log_loss")  # a ProbaScorer
+    >>> # rows without class 2: the columns still follow clf.classes_
+    >>> value = scorer(clf, X[:6], y[:6])
+    >>> ref = negative_log_likelihood(y[:6], clf.predict_proba(X[:6]), labels=[0, 1, 2])
+    >>> bool(np.isclose(value, -ref))
+    True
     """
 
     def __init__(self, score_func, sign, kwargs):
