@@ -29,7 +29,7 @@ from scipy.special import log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 #: Floor of probabilities before taking logs (skcalib's own floor,
-#: ``skcalib._scores.PROBA_FLOOR``), so every library sees the same logits.
+#: ``skcalib._core.scores.PROBA_FLOOR``), so every library sees the same logits.
 PROBA_FLOOR = 1e-12
 
 #: name shown -> (module to import, distribution on PyPI)
@@ -143,7 +143,7 @@ class ScoreSet:
         them for its one-vs-rest maps (1-D log-odds for two classes)."""
         if self.k == 2:
             return self.s
-        from skcalib._scores import log_odds
+        from skcalib._core.scores import log_odds
 
         return log_odds(log_softmax(self.logits.astype(np.float64), axis=1))
 

@@ -57,8 +57,8 @@ def run_dataset(ds):
     """Fit AutoCalibrator and every candidate on one data set."""
     from sklearn.base import clone
 
-    from skcalib.calibration._auto import AutoCalibrator, _default_candidates, _name
     from skcalib.metrics import negative_log_likelihood
+    from skcalib.selection._auto import AutoCalibrator, _default_candidates, _name
 
     labels = np.arange(ds.k)
     with warnings.catch_warnings():

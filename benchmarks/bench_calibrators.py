@@ -25,8 +25,8 @@ from skcalib import (
     IsotonicCalibrator,
     PlattCalibrator,
     TemperatureCalibrator,
-    _accel,
 )
+from skcalib._core import accel as _accel
 
 
 class ScoreClassifier(ClassifierMixin, BaseEstimator):

@@ -8,7 +8,7 @@ Run from the repository root::
 ``python -m benchmarks quality``; a ``splinecalib`` calibration/test pair is
 pooled) is split ``--splits`` times (default 20) at random into two halves, a
 calibration half and a test half (seeded by the split index). On each split
-:class:`~skcalib.calibration._conformal.ConformalClassifier` at
+:class:`~skcalib.conformal._classifier.ConformalClassifier` at
 ``alpha=0.1`` is fitted on the calibration half, on the stored probabilities
 (float64, rows renormalised), with five settings: LAC, APS, randomised APS,
 class-conditional (Mondrian) LAC, and APS on temperature-scaled
@@ -44,9 +44,9 @@ import numpy as np
 from benchmarks import environment, fmt, markdown_table, measure, output_dir
 from benchmarks import write_report as _write
 from benchmarks.quality import DATA_DIR, discover_datasets
-from skcalib.calibration._conformal import ConformalClassifier
-from skcalib.calibration._scaling import TemperatureCalibrator
-from skcalib.metrics._conformal import (
+from skcalib.calibration._temperature import TemperatureCalibrator
+from skcalib.conformal._classifier import ConformalClassifier
+from skcalib.conformal._metrics import (
     classwise_set_coverage,
     mean_set_size,
     set_coverage_score,

@@ -38,7 +38,7 @@ class _CountingChunks:
     """Counts the passes of a fit over all blocks (``ChunkedData._run``)."""
 
     def __enter__(self):
-        from skcalib import _chunks
+        from skcalib._backends import chunks as _chunks
 
         self.module, self.passes = _chunks, 0
         self.original = _chunks.ChunkedData.__init__

@@ -52,7 +52,7 @@ def reference_ece(y, proba, n_bins=15, block=1 << 18):
     """Confidence ECE in float64 with correctly rounded sums (math.fsum).
 
     Arg-max and maximum by numpy, bins by ``np.searchsorted`` on the edges
-    rounded to the dtype of ``proba`` (the rule of skcalib.metrics._binning).
+    rounded to the dtype of ``proba`` (the rule of skcalib._core.binning).
     """
     interior = np.linspace(0, 1, n_bins + 1)[1:-1].astype(proba.dtype)
     conf_parts = {b: [] for b in range(n_bins)}

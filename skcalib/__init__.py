@@ -6,10 +6,8 @@ heavy is imported here.
 """
 
 from skcalib.calibration import (
-    AutoCalibrator,
     BetaCalibrator,
     CalibratedClassifier,
-    ConformalClassifier,
     DirichletCalibrator,
     DirichletCalibratorCV,
     HistogramBinningCalibrator,
@@ -23,6 +21,8 @@ from skcalib.calibration import (
     VectorScalingCalibrator,
     VennAbersCalibrator,
 )
+from skcalib.conformal import ConformalClassifier
+from skcalib.selection import AutoCalibrator
 
 __version__ = "0.1.0.dev0"
 

@@ -9,27 +9,25 @@ a map on log-probabilities.
 from abc import abstractmethod
 
 import numpy as np
-from sklearn.base import (
-    BaseEstimator,
-    ClassifierMixin,
-    TransformerMixin,
-    _fit_context,
-    clone,
-)
-from sklearn.utils._param_validation import HasMethods, StrOptions
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
-    _check_feature_names_in,
-    _check_sample_weight,
     check_array,
     check_is_fitted,
     column_or_1d,
     validate_data,
 )
 
-from skcalib._accel import value_range
-from skcalib._chunks import ChunkedData, _as_dask_array, is_dask_collection
-from skcalib._scores import Scores, finite_range, resolve_score_type
+from skcalib._backends.chunks import ChunkedData, _as_dask_array, is_dask_collection
+from skcalib._core.accel import value_range
+from skcalib._core.compat import (
+    HasMethods,
+    StrOptions,
+    _check_feature_names_in,
+    _fit_context,
+)
+from skcalib._core.scores import Scores, finite_range, resolve_score_type
+from skcalib._core.weights import _checked_weights
 
 __all__ = ["BaseCalibrator"]
 
@@ -101,7 +99,7 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         """Validated finite float scores of shape (n,) or (n, k), their kind
         and their ``(min, max)``.
 
-        The finiteness check is :func:`~skcalib._scores.finite_range`'s min
+        The finiteness check is :func:`~skcalib._core.scores.finite_range`'s min
         and max, which the probability checks reuse (one pass over the
         scores fewer than ``check_array``'s own check).
         """
@@ -167,7 +165,7 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         """Wrap validated raw scores (deciding ``score_type_`` at fit);
         the arguments are :meth:`_raw_scores`'s result.
 
-        The decision is :func:`~skcalib._scores.resolve_score_type`'s: at
+        The decision is :func:`~skcalib._core.scores.resolve_score_type`'s: at
         fit from ``score_type`` (``"auto"``: from the response method in
         wrapper mode, else from the values); at predict time the fitted
         ``score_type_`` is checked again (rounded probability rows are
@@ -476,69 +474,17 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
     # ------------------------------------------------------------- subclasses
     @abstractmethod
     def _fit(self, scores, y, sample_weight):
-        """Fit on :class:`~skcalib._scores.Scores`, encoded labels and weights."""
+        """Fit on :class:`~skcalib._core.scores.Scores`, encoded labels and weights."""
 
     @abstractmethod
     def _predict_proba(self, scores):
-        """Calibrated probabilities (n, K) from :class:`~skcalib._scores.Scores`."""
-
-
-def _checked_weights(sample_weight, y_enc, *, rescale=True):
-    """Validated float64 weights, divided by a power of two near their
-    maximum if ``rescale`` (:func:`unit_weights`: an exact division, the
-    largest weight becomes a value in ``[1, 2)``).
-
-    Every result of a rescaling calibrator is then the same for weights
-    ``w`` and ``c * w`` (bit for bit when ``c`` is a power of two, up to
-    rounding otherwise), from ``c = 5e-324`` to weights of ``1e308``, whose
-    sums would overflow.
-    """
-    sample_weight = _check_sample_weight(
-        sample_weight, y_enc, dtype=np.float64, ensure_non_negative=True
-    )
-    top = sample_weight.max()
-    if not top > 0:
-        raise ValueError("All sample weights are zero; there is nothing to fit.")
-    if not rescale:
-        return sample_weight
-    return unit_weights(sample_weight, top)[0]
-
-
-def check_count_weights(sample_weight, name):
-    """Raise ``ValueError`` when repetition-count weights cannot be added up.
-
-    For the methods that read ``sample_weight`` as counts (their results
-    depend on the total by design, so the weights are not rescaled): a
-    total beyond the float64 range would turn every count into ``inf``.
-    """
-    if sample_weight is None:
-        return
-    with np.errstate(over="ignore"):
-        total = float(np.sum(sample_weight))
-    if not np.isfinite(total):
-        raise ValueError(
-            f"{name} reads sample_weight as repetition counts, and these sum "
-            f"beyond the float64 range (largest weight "
-            f"{float(np.max(sample_weight)):.3g}); divide them by a constant."
-        )
+        """Calibrated probabilities (n, K) from
+        :class:`~skcalib._core.scores.Scores`."""
 
 
 def _all_finite(y):
     lo, hi, nan = value_range(y)
     return not nan and bool(np.isfinite(lo)) and bool(np.isfinite(hi))
-
-
-def unit_weights(sample_weight, top=None):
-    """``sample_weight`` divided by the power of two ``2**e`` at or just below
-    its maximum ``top`` (exact; the largest weight becomes a number in
-    ``[1, 2)``, as in the metrics), and that divisor: ``(w, 2.0**e)``;
-    neither overflows, from subnormal weights to 1.8e308. ``top <= 0``:
-    returned as given, 1.0."""
-    top = float(np.max(sample_weight)) if top is None else float(top)
-    if not top > 0:
-        return sample_weight, 1.0
-    e = int(np.frexp(top)[1]) - 1
-    return np.ldexp(sample_weight, -e), float(np.ldexp(1.0, e))
 
 
 def _plain(value):

@@ -12,8 +12,8 @@ from sklearn.model_selection import StratifiedKFold
 
 import skcalib
 from skcalib._base import BaseCalibrator
+from skcalib._core.scores import resolve_score_type, to_log_proba
 from skcalib._report_io import DataError
-from skcalib._scores import resolve_score_type, to_log_proba
 from skcalib.metrics import (
     brier_score,
     calibration_error_interval,

@@ -1,18 +1,19 @@
-"""The compiled kernels of skcalib._accel (the ``fast`` extra) give exactly
+"""The compiled kernels of skcalib._core.accel (the ``fast`` extra) give exactly
 what the numpy paths give: ranges, per-bin counts and table look-ups, and
 so the same fitted histogram binning and the same probabilities."""
 
 import numpy as np
 import pytest
 
-from skcalib import HistogramBinningCalibrator, _accel
-from skcalib.datasets import load_predictions
-from skcalib.metrics._binning import (
+from skcalib import HistogramBinningCalibrator
+from skcalib._core import accel as _accel
+from skcalib._core.binning import (
     _kernel_tables,
     bin_edges,
     bin_sums,
     lookup_bins,
 )
+from skcalib.datasets import load_predictions
 
 pytest.importorskip("numba")
 
@@ -221,7 +222,7 @@ def test_kernels_place_out_of_range_scores_as_assign_bins(kernels, dtype):
     # Callers promise scores in [0, 1]; a broken promise must not read past
     # the cell table: finite scores outside it land in the edge cells, in the
     # bin assign_bins gives them, and NaN stays in bounds.
-    from skcalib.metrics._binning import assign_bins
+    from skcalib._core.binning import assign_bins
 
     edges = bin_edges(None, 15, "uniform")
     scores = np.array(

@@ -24,8 +24,9 @@ from skcalib import (
     TemperatureCalibrator,
     VectorScalingCalibrator,
 )
-from skcalib.calibration._auto import AutoCalibrator, IdentityCalibrator
+from skcalib.calibration._identity import IdentityCalibrator
 from skcalib.metrics import brier_scorer, negative_log_likelihood
+from skcalib.selection._auto import AutoCalibrator
 
 
 def _logits(n=1500, k=3, scale=1.0, seed=0):

@@ -181,7 +181,7 @@ def test_linear_maps_chunks_equal_fit(make):
 
 
 def test_vector_scaling_many_classes_chunks_use_lbfgs(monkeypatch):
-    from skcalib.calibration import _linear_solver
+    from skcalib._core.solvers import linear as _linear_solver
 
     monkeypatch.setattr(_linear_solver, "MAX_BLOCK_CLASSES", 2)  # L-BFGS path
     z, y = _multiclass(k=4, scale=2.0)

@@ -14,20 +14,20 @@ from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from test_common import RANGE_XFAILS, RAW_SCORE_XFAILS
 
-from skcalib.calibration._conformal import (
+from skcalib.calibration._temperature import TemperatureCalibrator
+from skcalib.conformal._classifier import (
     ConformalClassifier,
     aps_mass_above,
     conformal_quantile,
     label_scores,
     prediction_sets,
 )
-from skcalib.calibration._scaling import TemperatureCalibrator
-from skcalib.datasets import make_miscalibrated_scores
-from skcalib.metrics._conformal import (
+from skcalib.conformal._metrics import (
     classwise_set_coverage,
     mean_set_size,
     set_coverage_score,
 )
+from skcalib.datasets import make_miscalibrated_scores
 
 # Five calibration rows, three classes, computed by hand in the tests below.
 CAL_P = np.array(
@@ -260,7 +260,7 @@ def test_blocks_give_the_same_sets(monkeypatch):
     y = rng.integers(0, 7, 1000)
     u = rng.uniform(size=1000)
     whole = prediction_sets(p, "aps", 0.8, u), label_scores(p, y, "aps", u)
-    monkeypatch.setattr("skcalib.calibration._conformal._BLOCK_CELLS", 50)
+    monkeypatch.setattr("skcalib.conformal._classifier._BLOCK_CELLS", 50)
     np.testing.assert_array_equal(prediction_sets(p, "aps", 0.8, u), whole[0])
     np.testing.assert_array_equal(label_scores(p, y, "aps", u), whole[1])
 

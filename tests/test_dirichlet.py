@@ -22,8 +22,8 @@ from skcalib import (
     TemperatureCalibrator,
     VectorScalingCalibrator,
 )
-from skcalib.calibration import _linear_solver
-from skcalib.calibration._linear_solver import PenalisedNLL, fit_matrix, fit_vector
+from skcalib._core.solvers import linear as _linear_solver
+from skcalib._core.solvers.linear import PenalisedNLL, fit_matrix, fit_vector
 from skcalib.metrics import expected_calibration_error
 
 CLASSES = [VectorScalingCalibrator, MatrixScalingCalibrator, DirichletCalibrator]

@@ -38,9 +38,9 @@ from skcalib import (
     TemperatureCalibrator,
     VectorScalingCalibrator,
 )
-from skcalib.calibration._auto import AutoCalibrator
 from skcalib.calibration._cross_fit import _full_scores
 from skcalib.calibration._meta import CalibratedClassifier
+from skcalib.selection._auto import AutoCalibrator
 
 sklearn_version = parse_version(sklearn_version_str)
 

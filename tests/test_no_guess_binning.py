@@ -16,14 +16,14 @@ from skcalib import (
     PlattCalibrator,
     ScalingBinningCalibrator,
 )
-from skcalib.calibration import AutoCalibrator
-from skcalib.metrics import classwise_calibration_error, expected_calibration_error
-from skcalib.metrics._binning import (
+from skcalib._core.binning import (
     MIN_BIN_CAP,
     QuantileEdgeSearch,
     assign_bins,
     bin_edges,
 )
+from skcalib.calibration import AutoCalibrator
+from skcalib.metrics import classwise_calibration_error, expected_calibration_error
 
 
 def _slow_bins(scores, edges):

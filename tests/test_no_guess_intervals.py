@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 
 from skcalib import ConformalClassifier
-from skcalib._scores import softmax
-from skcalib.calibration._conformal import row_uniforms
+from skcalib._core.scores import softmax
+from skcalib.conformal._classifier import row_uniforms
 from skcalib.datasets import make_miscalibrated_scores
 from skcalib.metrics import calibration_error_interval, expected_calibration_error
 
@@ -123,9 +123,9 @@ def test_inversion_by_hand_at_zero():
     # 0 is in the interval iff the statistic is at most the (1 - alpha)
     # quantile of the resamples recentred on zero gaps (reference: a direct
     # computation from the same resamples).
+    from skcalib._core.inputs import check_metric_inputs
     from skcalib.metrics._curve import cell_assignment, cell_totals, top1
     from skcalib.metrics._interval import _NullFamily, group_bootstrap_totals
-    from skcalib.metrics._validation import check_metric_inputs
 
     logits, y, _ = make_miscalibrated_scores(800, 2, temperature=1.2, random_state=3)
     p = softmax(logits)

@@ -21,9 +21,10 @@ from skcalib import (
     VectorScalingCalibrator,
     VennAbersCalibrator,
 )
-from skcalib.calibration._linear_solver import PenalisedNLL, fit_matrix
-from skcalib.calibration._newton import separation
-from skcalib.calibration._scaling import fit_platt, fit_temperature
+from skcalib._core.solvers.linear import PenalisedNLL, fit_matrix
+from skcalib._core.solvers.newton import separation
+from skcalib._core.solvers.temperature import fit_temperature
+from skcalib.calibration._platt import fit_platt
 from skcalib.metrics import negative_log_likelihood
 
 LINEAR = [VectorScalingCalibrator, MatrixScalingCalibrator, DirichletCalibrator]

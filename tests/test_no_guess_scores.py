@@ -14,7 +14,7 @@ from skcalib import (
     PlattCalibrator,
     TemperatureCalibrator,
 )
-from skcalib._scores import resolve_score_type, rounding_tolerance
+from skcalib._core.scores import resolve_score_type, rounding_tolerance
 from skcalib.metrics import negative_log_likelihood
 
 

@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import StrOptions
 
 import skcalib
 from skcalib import HistogramBinningCalibrator, ScalingBinningCalibrator
-from skcalib.calibration._binary import share_rest
+from skcalib.calibration._one_vs_rest import share_rest
 from skcalib.metrics import negative_log_likelihood, nll_scorer
 
 

@@ -7,10 +7,10 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit, log_expit
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import Interval, StrOptions
 
-from skcalib.calibration._binary import _BinaryMapCalibrator
-from skcalib.calibration._newton import damped_newton
+from skcalib._core.compat import Interval, StrOptions
+from skcalib._core.solvers.newton import damped_newton
+from skcalib.calibration._one_vs_rest import _BinaryMapCalibrator
 
 __all__ = ["BetaCalibrator"]
 
@@ -44,7 +44,7 @@ def _logistic_terms(coef, design, t, w):
 def fit_logistic(design, t, sample_weight=None, *, max_iter=100, tol=1e-10):
     """Unpenalised weighted logistic regression by Newton's method.
 
-    The structure of :func:`~skcalib.calibration._scaling.fit_platt` for any
+    The structure of :func:`~skcalib.calibration._platt.fit_platt` for any
     number of columns: exact Hessian, a tiny ridge on the Hessian only (so the
     Newton system is solvable for collinear or constant columns; the objective
     is not changed), a backtracking (Armijo) line search, columns divided by

@@ -4,16 +4,16 @@ from functools import partial
 from numbers import Real
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
 
-from skcalib.calibration._binary import OUTPUT_EPS, _BinaryMapCalibrator
-from skcalib.metrics._binning import (
+from skcalib._core.binning import (
     MIN_BIN_CAP,
     N_BINS_CONSTRAINT,
     bin_edges,
     binned_sums,
     lookup_bins,
 )
+from skcalib._core.compat import Interval, StrOptions
+from skcalib.calibration._one_vs_rest import OUTPUT_EPS, _BinaryMapCalibrator
 
 __all__ = ["HistogramBinningCalibrator"]
 

@@ -8,11 +8,11 @@ import warnings
 
 import numpy as np
 from sklearn.base import clone
-from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _check_method_params
 
-from skcalib._scores import log_softmax
-from skcalib._warn import user_stacklevel
+from skcalib._core.compat import _safe_indexing
+from skcalib._core.scores import log_softmax
+from skcalib._core.warn import user_stacklevel
 
 __all__ = []  # private module
 

@@ -1,24 +1,12 @@
 """Dirichlet calibration: regularised matrix scaling of log-probabilities.
 
-Vector and matrix scaling live in :mod:`skcalib.calibration._matrix_scaling`
-(re-imported here), the shared fit in :mod:`skcalib.calibration._linear_map`.
+Vector and matrix scaling are in :mod:`skcalib.calibration._matrix_scaling`,
+the shared fit in :mod:`skcalib.calibration._linear_map`.
 """
 
-from skcalib.calibration._linear_map import (  # noqa: F401 (re-exported)
-    SEPARATION_FIRST_ENTRIES,
-    TIE_BREAK,
-    _LinearMapCalibrator,
-)
-from skcalib.calibration._matrix_scaling import (
-    MatrixScalingCalibrator,
-    VectorScalingCalibrator,
-)
+from skcalib.calibration._matrix_scaling import MatrixScalingCalibrator
 
-__all__ = [
-    "DirichletCalibrator",
-    "MatrixScalingCalibrator",
-    "VectorScalingCalibrator",
-]
+__all__ = ["DirichletCalibrator"]
 
 
 class DirichletCalibrator(MatrixScalingCalibrator):

@@ -4,9 +4,9 @@ from functools import partial
 
 import numpy as np
 from sklearn.isotonic import IsotonicRegression, isotonic_regression
-from sklearn.utils._param_validation import StrOptions
 
-from skcalib.calibration._binary import _BinaryMapCalibrator
+from skcalib._core.compat import StrOptions
+from skcalib.calibration._one_vs_rest import _BinaryMapCalibrator
 
 __all__ = ["IsotonicCalibrator"]
 

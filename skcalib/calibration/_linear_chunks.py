@@ -1,25 +1,26 @@
-"""The objective of :mod:`skcalib.calibration._linear_solver` on data in
-chunks (:class:`skcalib._chunks.ChunkedData`): each pass sums the terms of
+"""The objective of :mod:`skcalib._core.solvers.linear` on data in
+chunks (:class:`skcalib._backends.chunks.ChunkedData`): each pass sums the terms of
 every chunk."""
 
 from functools import partial
 
 import numpy as np
 
-from skcalib.calibration._linear_solver import PenalisedNLL
+from skcalib._core.solvers.linear import PenalisedNLL
 
 __all__ = []
 
 
 class ChunkedPenalisedNLL:
-    """:class:`PenalisedNLL` of data in chunks (:class:`skcalib._chunks.ChunkedData`).
+    """:class:`PenalisedNLL` of data in chunks
+    (:class:`skcalib._backends.chunks.ChunkedData`).
 
     The solvers need the objective's value, gradient, (vector scaling)
     Hessian and curvature blocks: all are sums over rows, so each is one
     pass over the chunks, every chunk evaluated by a :class:`PenalisedNLL`
     of its own rows with the global row weights ``s_i / sum(s)`` and
     ``x_scale``; the penalty is added once. ``features`` names the
-    :class:`~skcalib._scores.Scores` attribute used as ``x``. Threads over
+    :class:`~skcalib._core.scores.Scores` attribute used as ``x``. Threads over
     row blocks are not used (the chunks are the parallel units).
     """
 

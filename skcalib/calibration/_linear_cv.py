@@ -6,9 +6,9 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.model_selection import check_cv
-from sklearn.utils._param_validation import Interval, StrOptions
 
 from skcalib._base import BaseCalibrator
+from skcalib._core.compat import Interval, StrOptions
 from skcalib.calibration._linear_map import (
     _LinearMapCalibrator,
     auto_strengths,

@@ -8,13 +8,13 @@ from numbers import Integral, Real
 import numpy as np
 from joblib import effective_n_jobs
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import Interval
 
 from skcalib._base import BaseCalibrator
-from skcalib._scores import softmax
+from skcalib._core.compat import Interval
+from skcalib._core.scores import softmax
+from skcalib._core.solvers.linear import PenalisedNLL, fit_matrix, fit_vector
+from skcalib._core.solvers.temperature import fit_temperature
 from skcalib.calibration._linear_chunks import ChunkedPenalisedNLL
-from skcalib.calibration._linear_solver import PenalisedNLL, fit_matrix, fit_vector
-from skcalib.calibration._scaling import fit_temperature
 
 __all__ = []
 

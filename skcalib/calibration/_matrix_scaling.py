@@ -8,8 +8,7 @@ log-probabilities.
 
 from numbers import Real
 
-from sklearn.utils._param_validation import Interval, StrOptions
-
+from skcalib._core.compat import Interval, StrOptions
 from skcalib.calibration._linear_map import _LinearMapCalibrator
 
 __all__ = ["MatrixScalingCalibrator", "VectorScalingCalibrator"]
@@ -29,7 +28,7 @@ class VectorScalingCalibrator(_LinearMapCalibrator):
     negative log-likelihood plus an optional ridge towards that start (see
     Notes); ``2K`` parameters need little data.
 
-    ``z`` are the scores as given (:attr:`~skcalib._scores.Scores.logits`):
+    ``z`` are the scores as given (:attr:`~skcalib._core.scores.Scores.logits`):
     2-D logits or decision values unchanged, ``log p`` for probabilities
     (floored at 1e-12), and the log-probabilities ``(log(1 - p), log p)`` of
     a 1-D binary score. Vector scaling is **not** invariant to adding a
@@ -179,7 +178,7 @@ class MatrixScalingCalibrator(_LinearMapCalibrator):
     26% -> 48%. :class:`MatrixScalingCalibratorCV` chooses the strengths
     by cross-validation along a warm-started path.
 
-    ``z`` are the scores as given (:attr:`~skcalib._scores.Scores.logits`):
+    ``z`` are the scores as given (:attr:`~skcalib._core.scores.Scores.logits`):
     2-D logits or decision values unchanged, ``log p`` for probabilities
     (floored at 1e-12), and the log-probabilities ``(log(1 - p), log p)`` of
     a 1-D binary score. ``softmax(W z + b)`` is **not** invariant to adding a

@@ -9,13 +9,11 @@ from sklearn.base import (
     BaseEstimator,
     ClassifierMixin,
     MetaEstimatorMixin,
-    _fit_context,
     clone,
 )
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import check_cv
 from sklearn.utils import Bunch, get_tags
-from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.metadata_routing import (
     MetadataRouter,
     MethodMapping,
@@ -34,7 +32,8 @@ from sklearn.utils.validation import (
 )
 
 from skcalib._base import BaseCalibrator
-from skcalib._warn import user_stacklevel
+from skcalib._core.compat import HasMethods, StrOptions, _fit_context
+from skcalib._core.warn import user_stacklevel
 from skcalib.calibration._cross_fit import (
     _CalibratedPair,
     _check_splits,
@@ -50,7 +49,7 @@ from skcalib.calibration._cross_fit import (
     recording_warnings,
     reemit_warnings,
 )
-from skcalib.calibration._scaling import TemperatureCalibrator
+from skcalib.calibration._temperature import TemperatureCalibrator
 
 __all__ = ["CalibratedClassifier"]
 

@@ -7,19 +7,21 @@ import numpy as np
 from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from skcalib._base import BaseCalibrator, unit_weights
-from skcalib._scores import Scores, log_odds, log_softmax, softmax
-from skcalib.calibration._binary import OUTPUT_EPS, share_rest
-from skcalib.calibration._scaling import fit_platt, fit_temperature
-from skcalib.metrics._binning import (
+from skcalib._base import BaseCalibrator
+from skcalib._core.binning import (
     N_BINS_CONSTRAINT,
     assign_bins,
     bin_edges,
     bin_sums,
 )
+from skcalib._core.compat import Interval, StrOptions
+from skcalib._core.scores import Scores, log_odds, log_softmax, softmax
+from skcalib._core.solvers.temperature import fit_temperature
+from skcalib._core.weights import unit_weights
+from skcalib.calibration._one_vs_rest import OUTPUT_EPS, share_rest
+from skcalib.calibration._platt import fit_platt
 
 __all__ = ["ScalingBinningCalibrator"]
 
@@ -143,7 +145,7 @@ class ScalingBinningCalibrator(BaseCalibrator):
       ``n_bins`` values; the other classes share ``1 - confidence`` in
       proportion to their uncalibrated (Platt) or scaled (temperature)
       probabilities, capped so that the predicted class is kept (the rule of
-      :mod:`skcalib.calibration._binary`; a bin value below ``1 / K`` is
+      :mod:`skcalib.calibration._one_vs_rest`; a bin value below ``1 / K`` is
       raised to ``1 / K``). Unlike the ``top_label`` option of the one-score
       calibrators, it does not fit one map per predicted class.
 
@@ -467,5 +469,5 @@ class ScalingBinningCalibrator(BaseCalibrator):
 
 
 def _take_rows(scores, rows):
-    """A :class:`~skcalib._scores.Scores` of the given rows."""
+    """A :class:`~skcalib._core.scores.Scores` of the given rows."""
     return Scores(scores.raw[rows], scores.score_type, scores.n_classes)

@@ -4,12 +4,12 @@ from numbers import Integral
 
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from skcalib import _accel
-from skcalib._base import check_count_weights
-from skcalib.calibration._binary import _BinaryMapCalibrator
+from skcalib._core import accel as _accel
+from skcalib._core.compat import Interval
+from skcalib._core.weights import check_count_weights
+from skcalib.calibration._one_vs_rest import _BinaryMapCalibrator
 
 __all__ = ["VennAbersCalibrator"]
 

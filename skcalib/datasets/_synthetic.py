@@ -4,9 +4,9 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, validate_params
 
-from skcalib._scores import softmax
+from skcalib._core.compat import Interval, validate_params
+from skcalib._core.scores import softmax
 
 __all__ = ["make_miscalibrated_scores"]
 

@@ -19,16 +19,16 @@ Binned metrics use right-closed bins ``(lo, hi]`` (the first one ``[0, e1]``),
 as :func:`sklearn.calibration.calibration_curve`.
 """
 
+from skcalib.conformal._metrics import (
+    classwise_set_coverage,
+    mean_set_size,
+    set_coverage_score,
+)
 from skcalib.metrics._accumulator import CalibrationAccumulator
 from skcalib.metrics._calibration_error import (
     classwise_calibration_error,
     expected_calibration_error,
     maximum_calibration_error,
-)
-from skcalib.metrics._conformal import (
-    classwise_set_coverage,
-    mean_set_size,
-    set_coverage_score,
 )
 from skcalib.metrics._curve import ReliabilityCurve, reliability_curve
 from skcalib.metrics._interval import (

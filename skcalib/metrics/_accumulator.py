@@ -7,15 +7,24 @@ log-likelihood are weighted means. :class:`CalibrationAccumulator` keeps those
 sums for chunks of data (:meth:`~CalibrationAccumulator.update`) and adds
 those of another accumulator (:meth:`~CalibrationAccumulator.merge`); the
 chunk functions here are also what each block of a Dask array runs
-(:mod:`skcalib.metrics._dask`).
+(:mod:`skcalib._backends.dask`).
 """
 
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
-from skcalib.metrics._binning import assign_bins
+from skcalib._core.binning import assign_bins
+from skcalib._core.compat import Interval, StrOptions, validate_params
+from skcalib._core.inputs import (
+    KINDS,
+    NORMS,
+    check_chunk,
+    check_finite_proba,
+    check_n_bins,
+    check_proba_values,
+    is_dask_collection,
+)
 from skcalib.metrics._calibration_error import check_norm, reduce_totals
 from skcalib.metrics._curve import (
     ACC,
@@ -30,15 +39,6 @@ from skcalib.metrics._curve import (
     top1,
 )
 from skcalib.metrics._proper import multiclass_brier_sum, sample_nll
-from skcalib.metrics._validation import (
-    KINDS,
-    NORMS,
-    check_chunk,
-    check_finite_proba,
-    check_n_bins,
-    check_proba_values,
-    is_dask_collection,
-)
 
 __all__ = ["CalibrationAccumulator"]
 
@@ -203,7 +203,7 @@ def check_edges(edges, n_bins):
 
     Given edges increase strictly from 0 to 1, except that ``edges[1]`` may
     be 0 (the bin ``[0, 0]`` of quantile edges, see
-    :func:`~skcalib.metrics._binning.bin_edges`).
+    :func:`~skcalib._core.binning.bin_edges`).
     """
     if edges is None:
         return np.linspace(0.0, 1.0, check_n_bins(n_bins) + 1)
@@ -383,7 +383,7 @@ class CalibrationAccumulator:
             of the chunk).
         """
         if any(is_dask_collection(a) for a in (y_true, y_proba, sample_weight)):
-            from skcalib.metrics._dask import accumulate
+            from skcalib._backends.dask import accumulate
 
             return self.merge(accumulate(self, y_true, y_proba, sample_weight))
         inp, classes = check_chunk(

@@ -6,16 +6,9 @@ All of them reduce the per-cell statistics of :mod:`skcalib.metrics._curve`
 """
 
 import numpy as np
-from sklearn.utils._param_validation import StrOptions, validate_params
 
-from skcalib.metrics._curve import (
-    ACC,
-    CONF,
-    W2,
-    W,
-    statistics,
-)
-from skcalib.metrics._validation import (
+from skcalib._core.compat import StrOptions, validate_params
+from skcalib._core.inputs import (
     AVERAGES,
     BINNING_CONSTRAINTS,
     COMMON_CONSTRAINTS,
@@ -25,6 +18,13 @@ from skcalib.metrics._validation import (
     check_n_bins,
     is_dask_collection,
     reject_discrete_dask,
+)
+from skcalib.metrics._curve import (
+    ACC,
+    CONF,
+    W2,
+    W,
+    statistics,
 )
 
 __all__ = [
@@ -115,7 +115,7 @@ def _calibration_error(
                 f"average={average!r} needs in-memory arrays; call .compute() "
                 "first (Dask collections: average='mean')."
             )
-        from skcalib.metrics._dask import calibration_error
+        from skcalib._backends.dask import calibration_error
 
         return calibration_error(
             y_true,

@@ -8,7 +8,7 @@ weights (for the effective sample size) and the unweighted count. They are
 additive, so they can be accumulated block by block, merged across chunks, and
 recomputed under bootstrap resampling weights by one sparse product.
 
-Bins come from :mod:`skcalib.metrics._binning` (right-closed, ``(lo, hi]``,
+Bins come from :mod:`skcalib._core.binning` (right-closed, ``(lo, hi]``,
 the first bin ``[0, e_1]``).
 """
 
@@ -17,10 +17,10 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import ndtri
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
-from skcalib.metrics._binning import assign_bins, bin_edges, bin_sums
-from skcalib.metrics._validation import (
+from skcalib._core.binning import assign_bins, bin_edges, bin_sums
+from skcalib._core.compat import Interval, StrOptions, validate_params
+from skcalib._core.inputs import (
     BINNING_CONSTRAINTS,
     COMMON_CONSTRAINTS,
     KINDS,
@@ -513,7 +513,7 @@ def reliability_curve(
     """
     if any(is_dask_collection(a) for a in (y_true, y_proba, sample_weight)):
         reject_discrete_dask(strategy)
-        from skcalib.metrics._dask import reliability_curve as dask_curve
+        from skcalib._backends.dask import reliability_curve as dask_curve
 
         return dask_curve(
             y_true,
@@ -550,7 +550,7 @@ def curve_from_totals(
     """:class:`ReliabilityCurve` from the ``(5, n_bins)`` statistics of one group.
 
     ``weight_scale``: the weights of ``t`` are the user's divided by it (see
-    :func:`~skcalib.metrics._validation.check_sample_weight`); ``counts`` is
+    :func:`~skcalib._core.inputs.check_sample_weight`); ``counts`` is
     given back in the user's units.
     """
     filled = t[W] > 0

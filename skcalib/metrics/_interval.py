@@ -17,8 +17,14 @@ from numbers import Integral, Real
 import numpy as np
 from scipy import sparse
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
+from skcalib._core.compat import Interval, StrOptions, validate_params
+from skcalib._core.inputs import (
+    check_finite_proba,
+    check_metric_inputs,
+    check_n_bins,
+    check_proba_values,
+)
 from skcalib.metrics._calibration_error import (
     ECE_CONSTRAINTS,
     check_norm,
@@ -33,12 +39,6 @@ from skcalib.metrics._curve import (
     cell_assignment,
     cell_totals,
     top1,
-)
-from skcalib.metrics._validation import (
-    check_finite_proba,
-    check_metric_inputs,
-    check_n_bins,
-    check_proba_values,
 )
 
 __all__ = ["CalibrationErrorInterval", "calibration_error_interval"]

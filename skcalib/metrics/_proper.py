@@ -8,15 +8,15 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from sklearn.isotonic import isotonic_regression
 from sklearn.model_selection import StratifiedKFold
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
-from skcalib._scores import softmax, to_log_proba
-from skcalib.calibration._scaling import fit_temperature
-from skcalib.metrics._validation import (
+from skcalib._core.compat import Interval, StrOptions, validate_params
+from skcalib._core.inputs import (
     COMMON_CONSTRAINTS,
     check_metric_inputs,
     is_dask_collection,
 )
+from skcalib._core.scores import softmax, to_log_proba
+from skcalib._core.solvers.temperature import fit_temperature
 
 __all__ = [
     "CalibrationRefinement",
@@ -152,7 +152,7 @@ def brier_score(
     0.146
     """
     if any(is_dask_collection(a) for a in (y_true, y_proba, sample_weight)):
-        from skcalib.metrics._dask import proper_score
+        from skcalib._backends.dask import proper_score
 
         return proper_score(
             y_true,
@@ -226,7 +226,7 @@ def negative_log_likelihood(y_true, y_proba, *, sample_weight=None, labels=None)
     0.21616
     """
     if any(is_dask_collection(a) for a in (y_true, y_proba, sample_weight)):
-        from skcalib.metrics._dask import proper_score
+        from skcalib._backends.dask import proper_score
 
         return proper_score(
             y_true, y_proba, loss="log_loss", sample_weight=sample_weight, labels=labels

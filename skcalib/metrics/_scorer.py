@@ -17,8 +17,8 @@ import copy
 from sklearn.metrics import get_scorer as _sklearn_get_scorer
 from sklearn.metrics import get_scorer_names as _sklearn_get_scorer_names
 from sklearn.metrics import make_scorer
-from sklearn.utils._param_validation import validate_params
 
+from skcalib._core.compat import validate_params
 from skcalib.metrics._calibration_error import (
     classwise_calibration_error,
     expected_calibration_error,

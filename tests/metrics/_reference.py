@@ -36,7 +36,7 @@ def ref_edges(values, n_bins, strategy="uniform", weights=None):
         i = next((i for i, c in enumerate(cum) if c >= q), len(pairs) - 1)
         interior.append(pairs[i][0])
     # An edge at the largest score of positive weight is dropped; an edge at
-    # 0 is kept (the first bin is then [0, 0]), as skcalib.metrics._binning.
+    # 0 is kept (the first bin is then [0, 0]), as skcalib._core.binning.
     top = min(1.0, max(v for v, _ in pairs))
     interior = sorted({e for e in interior if e < top})
     return [0.0, *interior, 1.0]

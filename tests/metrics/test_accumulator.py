@@ -12,6 +12,12 @@ import sys
 import numpy as np
 import pytest
 
+from skcalib._core.binning import (
+    QuantileEdgeSearch,
+    bin_edges,
+    inverted_cdf_ranks,
+    sortable_keys,
+)
 from skcalib.metrics import (
     brier_score,
     classwise_calibration_error,
@@ -21,12 +27,6 @@ from skcalib.metrics import (
     reliability_curve,
 )
 from skcalib.metrics._accumulator import CalibrationAccumulator
-from skcalib.metrics._binning import (
-    QuantileEdgeSearch,
-    bin_edges,
-    inverted_cdf_ranks,
-    sortable_keys,
-)
 
 from ._reference import _group_error, _top1, ref_bins
 

@@ -1,5 +1,5 @@
 """The cell-table bin assignment, the fused lookup and per-bin sums, and the
-boolean per-bin sums of skcalib.metrics._binning give exactly what the
+boolean per-bin sums of skcalib._core.binning give exactly what the
 generic code (a binary search, then ``np.bincount``) gives."""
 
 import numpy as np
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from skcalib.metrics._binning import (
+from skcalib._core.binning import (
     assign_bins,
     bin_edges,
     bin_sums,

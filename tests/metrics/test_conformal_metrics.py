@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.utils._param_validation import InvalidParameterError
 
-from skcalib.metrics._conformal import (
+from skcalib.conformal._metrics import (
     classwise_set_coverage,
     mean_set_size,
     set_coverage_score,

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from skcalib._core.inputs import check_metric_inputs
 from skcalib.metrics import (
     CalibrationErrorInterval,
     calibration_error_interval,
@@ -11,7 +12,6 @@ from skcalib.metrics import (
 from skcalib.metrics._calibration_error import reduce_totals
 from skcalib.metrics._curve import cell_assignment
 from skcalib.metrics._interval import bootstrap_totals, group_bootstrap_totals
-from skcalib.metrics._validation import check_metric_inputs
 
 
 def _data(n=300, k=3, seed=0):

@@ -14,6 +14,7 @@ from sklearn.metrics import log_loss
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 
 import skcalib.metrics as M
+from skcalib._core.inputs import check_n_bins, check_sample_weight
 from skcalib.metrics import (
     CalibrationAccumulator,
     brier_score,
@@ -28,7 +29,6 @@ from skcalib.metrics import (
     reliability_curve,
     set_coverage_score,
 )
-from skcalib.metrics._validation import check_n_bins, check_sample_weight
 
 #: Every public metric of (y_true, y_proba), found by discovery.
 METRICS = [

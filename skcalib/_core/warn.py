@@ -5,7 +5,8 @@ import sys
 
 __all__ = []  # private module
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+#: The skcalib package folder (this file is in ``skcalib/_core/``).
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def user_stacklevel():

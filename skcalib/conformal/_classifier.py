@@ -6,10 +6,11 @@ from numbers import Real
 import numpy as np
 from sklearn.base import clone
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from skcalib._base import BaseCalibrator, check_count_weights
+from skcalib._base import BaseCalibrator
+from skcalib._core.compat import HasMethods, Interval, StrOptions
+from skcalib._core.weights import check_count_weights
 
 __all__ = ["ConformalClassifier"]
 

@@ -13,7 +13,7 @@ Passes over the data (each one ``dask.compute``):
 * uniform bins: one pass for the statistics (and the value checks);
 * quantile bins: 2 (float32) or 4 (float64) passes of an exact radix
   selection of the quantile edges
-  (:class:`~skcalib.metrics._binning.QuantileEdgeSearch`), then the statistics.
+  (:class:`~skcalib._core.binning.QuantileEdgeSearch`), then the statistics.
 
 Blocks run on the current Dask scheduler (threads by default, or the
 ``distributed.Client`` in use).
@@ -26,6 +26,16 @@ from functools import partial
 
 import numpy as np
 
+from skcalib._core.binning import QuantileEdgeSearch, bin_edges
+from skcalib._core.inputs import (
+    _check_y,
+    _present_labels,
+    _resolve_classes,
+    check_chunk,
+    check_n_bins,
+    is_dask_collection,
+)
+from skcalib._core.inputs import weight_scale as _scale_of
 from skcalib.metrics._accumulator import (
     CalibrationAccumulator,
     brier_from_sums,
@@ -36,18 +46,8 @@ from skcalib.metrics._accumulator import (
     loss_sums,
     nll_from_sums,
 )
-from skcalib.metrics._binning import QuantileEdgeSearch, bin_edges
 from skcalib.metrics._calibration_error import reduce_totals
 from skcalib.metrics._curve import _resolve_class_index, curve_from_totals
-from skcalib.metrics._validation import (
-    _check_y,
-    _present_labels,
-    _resolve_classes,
-    check_chunk,
-    check_n_bins,
-    is_dask_collection,
-)
-from skcalib.metrics._validation import weight_scale as _scale_of
 
 __all__ = []  # private module
 
@@ -264,7 +264,7 @@ def weight_scale(blocks):
     as the metric functions do; None without weights, 1.0 when the weights
     are invalid (the blocks say why) or all 0. Equal positive weights are
     dropped from ``blocks`` and their value returned (as
-    :func:`~skcalib.metrics._validation.check_sample_weight` does).
+    :func:`~skcalib._core.inputs.check_sample_weight` does).
     """
     if blocks.weight is None:
         return None

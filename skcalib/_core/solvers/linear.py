@@ -60,8 +60,8 @@ import numpy as np
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
-from skcalib.calibration._newton import SEPARATION_MAX_ENTRIES, separation
-from skcalib.calibration._newton import polished_newton as _newton
+from skcalib._core.solvers.newton import SEPARATION_MAX_ENTRIES, separation
+from skcalib._core.solvers.newton import polished_newton as _newton
 
 __all__ = []
 
@@ -170,7 +170,7 @@ class PenalisedNLL:
         return int(n_rows * (self.k - 1) * np.count_nonzero(self.C == 0))
 
     def separation(self):
-        """:func:`~skcalib.calibration._newton.separation` of the free
+        """:func:`~skcalib._core.solvers.newton.separation` of the free
         parameters (those with no penalty), on the rows of positive weight:
         ``(n_separated, n_margins)``; ``n_separated`` is 0 without
         separation and None when the check is too large to run."""

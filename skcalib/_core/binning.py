@@ -35,9 +35,9 @@ from functools import lru_cache
 from numbers import Integral
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
-from skcalib import _accel
+from skcalib._core import accel as _accel
+from skcalib._core.compat import Interval
 
 __all__ = []  # private module: nothing public here
 
@@ -242,7 +242,7 @@ def _cell_tables(interior_bytes, dtype_char, n_cells):
 @lru_cache(maxsize=32)
 def _cell_codes(interior_bytes, dtype_char, n_cells):
     """The bin of each cell, -1 for an ambiguous one (for the compiled
-    kernels of :mod:`skcalib._accel`); read-only, cached."""
+    kernels of :mod:`skcalib._core.accel`); read-only, cached."""
     bins, ambiguous = _cell_tables(interior_bytes, dtype_char, n_cells)
     # The smallest integer type keeps the table in the first-level cache.
     dtype = np.int16 if bins.size and bins[-1] < np.iinfo(np.int16).max else np.int32
@@ -252,7 +252,7 @@ def _cell_codes(interior_bytes, dtype_char, n_cells):
 
 
 def _kernel_tables(interior):
-    """``(interior, codes, n_cells)`` for the kernels of :mod:`skcalib._accel`."""
+    """``(interior, codes, n_cells)`` for the kernels of :mod:`skcalib._core.accel`."""
     n_cells = _n_cells(interior.size + 1)
     codes = _cell_codes(interior.tobytes(), interior.dtype.char, n_cells)
     return interior, codes, n_cells

@@ -46,10 +46,10 @@ from abc import abstractmethod
 from functools import partial
 
 import numpy as np
-from sklearn.utils._param_validation import StrOptions
 
 from skcalib._base import BaseCalibrator
-from skcalib._scores import log_odds
+from skcalib._core.compat import StrOptions
+from skcalib._core.scores import log_odds
 
 __all__ = []
 

@@ -2,7 +2,7 @@
 
 One function, :func:`check_metric_inputs`, turns ``(y_true, y_proba,
 sample_weight, labels)`` into validated arrays. The probability values
-themselves are checked by :func:`skcalib._scores.check_probabilities` (the one
+themselves are checked by :func:`skcalib._core.scores.check_probabilities` (the one
 probability check of the package), either here for the whole array or block by
 block by the fast top-1 scan of the binned metrics.
 """
@@ -12,16 +12,15 @@ from numbers import Integral
 
 import numpy as np
 from sklearn.utils import check_array
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
 
-from skcalib._chunks import is_dask_collection
-from skcalib._scores import check_probabilities
-from skcalib.metrics._binning import (  # noqa: F401
+from skcalib._core.binning import (  # noqa: F401
     MIN_BIN_CAP,
     STRATEGIES,
     check_n_bins,
 )
+from skcalib._core.compat import Interval, StrOptions
+from skcalib._core.scores import check_probabilities
 
 __all__ = []  # private module
 
@@ -44,6 +43,14 @@ KINDS = ("confidence", "top_label", "classwise")
 NORMS = ("l1", "l2", "max")
 #: How the classwise error combines the classes.
 AVERAGES = ("mean", "rms")
+
+
+def is_dask_collection(x):
+    """Whether ``x`` is a Dask collection (array, DataFrame, Series, ...).
+
+    Decided from the type's module, so that Dask is never imported here.
+    """
+    return type(x).__module__.partition(".")[0] in ("dask", "dask_expr")
 
 
 def reject_discrete_dask(strategy):
@@ -110,7 +117,7 @@ PROBA_HINT = (
 
 
 def check_proba_values(proba, name="y_proba", value_range=None):
-    """:func:`~skcalib._scores.check_probabilities` with the metrics' hint."""
+    """:func:`~skcalib._core.scores.check_probabilities` with the metrics' hint."""
     check_probabilities(proba, name=name, value_range=value_range, hint=PROBA_HINT)
 
 
@@ -118,7 +125,7 @@ def check_finite_proba(proba, name="y_proba"):
     """Raise ``ValueError`` naming the first row of ``proba`` holding NaN.
 
     Infinite values are caught by the range check of
-    :func:`~skcalib._scores.check_probabilities`.
+    :func:`~skcalib._core.scores.check_probabilities`.
     """
     if proba.size and np.isnan(proba.min()):
         bad = int(

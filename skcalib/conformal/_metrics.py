@@ -2,9 +2,9 @@
 
 import numpy as np
 from sklearn.utils import check_array
-from sklearn.utils._param_validation import validate_params
 
-from skcalib.metrics._validation import (
+from skcalib._core.compat import validate_params
+from skcalib._core.inputs import (
     _check_y,
     _encode,
     _present_labels,

@@ -16,17 +16,10 @@ from functools import partial
 import numpy as np
 from sklearn.utils.validation import check_array
 
-from skcalib._scores import Scores, resolve_score_type
+from skcalib._core.inputs import is_dask_collection  # noqa: F401 (one home)
+from skcalib._core.scores import Scores, resolve_score_type
 
 __all__ = []  # private module
-
-
-def is_dask_collection(x):
-    """Whether ``x`` is a Dask collection (array, DataFrame, Series, ...).
-
-    Decided from the type's module, so that Dask is never imported here.
-    """
-    return type(x).__module__.partition(".")[0] in ("dask", "dask_expr")
 
 
 def _as_dask_array(x):
@@ -137,7 +130,7 @@ class ChunkedData:
         totals are those of weights at most 1.
 
         ``score_type="auto"`` follows
-        :func:`~skcalib._scores.resolve_score_type` over the whole data:
+        :func:`~skcalib._core.scores.resolve_score_type` over the whole data:
         probabilities when every chunk lies inside ``[0, 1]`` (rows that miss
         1 by more than the rounding tolerance are then an error), logits
         otherwise.
@@ -187,7 +180,7 @@ class ChunkedData:
     def map_scores(self, fn, combine=sum_parts):
         """One pass of ``fn(scores, y_encoded, sample_weight)`` per chunk.
 
-        ``scores`` is a :class:`~skcalib._scores.Scores` of the validated
+        ``scores`` is a :class:`~skcalib._core.scores.Scores` of the validated
         chunk; labels are encoded by ``classes``.
         """
         return combine(self._run(self._scores_call(fn)))

@@ -11,8 +11,8 @@ import numpy as np
 from scipy.special import expit
 from sklearn.utils import assert_all_finite
 
-from skcalib._accel import value_range
-from skcalib._warn import user_stacklevel
+from skcalib._core.accel import value_range
+from skcalib._core.warn import user_stacklevel
 
 __all__ = []  # private module
 
@@ -53,7 +53,7 @@ def finite_range(X, *, input_name="X", estimator_name=None):
     """``(min, max)`` of a float array, raising scikit-learn's error on NaN/inf.
 
     An infinity shows in the minimum or maximum and NaN is flagged by
-    :func:`~skcalib._accel.value_range`, so the range, which the probability
+    :func:`~skcalib._core.accel.value_range`, so the range, which the probability
     checks need anyway, replaces ``check_array``'s own finiteness pass (pass
     ``ensure_all_finite=False`` to it). The error is the one
     ``check_array`` raises (``"Input X contains NaN."``).

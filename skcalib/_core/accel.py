@@ -9,7 +9,7 @@ same work in one pass each:
 * :func:`value_range`: the minimum and maximum of an array, and whether it
   holds NaN (one pass instead of ``min`` and ``max``);
 * :func:`cell_counts`: the per-bin count and positive count of 0/1 targets
-  through the cell table of :mod:`skcalib.metrics._binning`;
+  through the cell table of :mod:`skcalib._core.binning`;
 * :func:`cell_lookup`: the per-bin value (or pair of values) of a table for
   every score;
 * :func:`compiled`: a loop of another module that numpy cannot vectorise

@@ -1,0 +1,2 @@
+"""Backends: where the data live (numpy chunks, Dask arrays). Imports only
+:mod:`skcalib._core`."""

@@ -1,0 +1,1 @@
+"""Numerical solvers: damped Newton, the penalised linear-map NLL, temperature."""

@@ -1,0 +1,312 @@
+"""The temperature-scaling solver: a safeguarded Newton method in ``log(1/T)``
+on the multinomial NLL, for whole arrays and for chunk passes."""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from skcalib._core.weights import unit_weights
+
+__all__ = []  # private module
+
+
+# --------------------------------------------------------------- temperature
+def _temperature_terms(
+    z, z_max, dy, beta, w, chunk_rows, n_jobs=1, coarse=False, inv_scale=1.0
+):
+    """NLL, gradient and second derivative in ``beta = 1 / T``.
+
+    ``d = z - z_max`` are the logits shifted so that each row's maximum is 0
+    (formed block by block, never whole), and ``dy`` the entry of the true
+    class in ``d``. Per row, with ``q = softmax(beta d)``:
+    ``nll = logsumexp(beta d) - beta dy``, ``d nll / d beta = E_q[d] - dy``,
+    ``d2 nll / d beta2 = Var_q[d] >= 0`` (convex in ``beta``). Computed in
+    float64 by blocks of rows (float32 input is never copied whole), on
+    ``n_jobs`` threads; the block sums are added in a fixed order, so the
+    result does not depend on ``n_jobs``. ``coarse=True`` computes the
+    per-row terms in float32 (``exp`` is the cost, and about twice as fast
+    in float32): approximate derivatives that only steer a first step.
+    ``inv_scale`` (a power of two, so exact) multiplies ``d`` as it is
+    formed; ``dy`` is passed already multiplied. Squares of gaps of 1e200
+    then do not overflow, nor those of 1e-200 underflow.
+    """
+    dtype = np.float32 if coarse else np.float64
+
+    def block(start):
+        stop = start + chunk_rows
+        dc = np.subtract(
+            z[start:stop], z_max[start:stop, None], dtype=dtype, casting="unsafe"
+        )
+        if inv_scale != 1.0:
+            dc *= dtype(inv_scale)
+        e = np.multiply(dc, dtype(beta))
+        np.exp(e, out=e)
+        s0 = np.einsum("ij->i", e).astype(np.float64)
+        m1 = np.einsum("ij,ij->i", e, dc) / s0
+        e *= dc
+        m2 = np.einsum("ij,ij->i", e, dc) / s0
+        dyc = dy[start:stop]
+        terms = np.vstack(
+            (np.log(s0) - beta * dyc, m1 - dyc, np.maximum(m2 - m1 * m1, 0.0))
+        )
+        if w is None:
+            return terms.sum(axis=1)
+        return terms @ w[start:stop]
+
+    starts = range(0, z.shape[0], chunk_rows)
+    if n_jobs > 1 and len(starts) > 1:
+        with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+            parts = list(pool.map(block, starts))
+    else:
+        parts = [block(start) for start in starts]
+    return np.sum(parts, axis=0)
+
+
+def _newton_temperature(
+    terms, u, total_weight, max_iter, tol, bounds, coarse_first=False
+):
+    """Safeguarded Newton on the root of the NLL derivative in ``u = log beta``.
+
+    ``terms(beta, coarse)`` returns the NLL and its first and second
+    derivatives in ``beta`` summed over the data (one pass; see
+    :func:`_temperature_terms`). ``coarse_first``: the first pass uses
+    float32 derivatives; its Newton step is taken only if it stays in the
+    bracket, it never moves the bracket and never ends the iteration.
+    """
+    u_lo, u_hi = -np.log(bounds[1]), -np.log(bounds[0])
+    lo, hi = u_lo, u_hi  # bracket of the root in u
+    status = "max_iter"
+    n_iter = 0
+    last_newton = None  # size of the previous step if it was a Newton step
+    coarse = coarse_first
+    for n_iter in range(1, max_iter + 1):  # noqa: B007
+        beta = np.exp(u)
+        _, g, h = terms(beta, coarse)
+        if coarse:
+            coarse = False
+            u_new = u - g / (h * beta) if h > 0 else np.nan
+            if lo <= u_new <= hi:
+                last_newton, u = abs(u_new - u), u_new
+            continue
+        if abs(g * beta) <= 1e-15 * total_weight:
+            status = "converged"  # derivative in u vanishes to machine precision
+            break
+        if g < 0:
+            lo = u
+            if u >= u_hi:
+                status = "lower_bound"  # T wants to go below its lower bound
+                break
+        else:
+            hi = u
+            if u <= u_lo:
+                status = "upper_bound"
+                break
+        slope = h * beta
+        u_new = u - g / slope if slope > 0 else np.inf
+        newton = lo <= u_new <= hi
+        if not newton:
+            # Newton left the bracket: try the bound itself first, else bisect.
+            if hi == u_hi and u_new > hi:
+                u_new = u_hi
+            elif lo == u_lo and u_new < lo:
+                u_new = u_lo
+            else:
+                u_new = 0.5 * (lo + hi)
+        step, u = abs(u_new - u), u_new
+        if step <= tol:
+            status = "converged"
+            break
+        if newton and last_newton is not None and step <= 0.5 * last_newton:
+            # Two Newton steps in a row that shrink: the error left after
+            # this one is about M * step**2, with M ~ step / last_newton**2
+            # estimated from them (floored at 1). Below tol, one more pass
+            # over the data would only confirm it.
+            rate = max(1.0, step / last_newton**2)
+            if rate * step * step <= tol:
+                status = "converged"
+                break
+        last_newton = step if newton else None
+    return u, n_iter, status
+
+
+#: ``T`` is searched in ``[lower, UPPER_FACTOR * max_gap]``: above it the
+#: likelihood is flat to about ``1 / UPPER_FACTOR`` (see :func:`temperature_bounds`).
+UPPER_FACTOR = 1e12
+
+
+def temperature_bounds(max_gap, max_weighted_gap, total_weight, n_classes):
+    """Bracket ``(lower, upper)`` of the maximum-likelihood temperature.
+
+    Both follow the scale of the scores, so logits multiplied by ``c`` give
+    a bracket multiplied by ``c`` (and ``T`` multiplied by ``c``). With
+    ``d_i = z_{i, y_i} - max_j z_ij <= 0``: each row's NLL is at least
+    ``-d_i / T`` and the NLL at ``T -> inf`` is ``W log K``, so the optimum
+    satisfies ``T* >= max_i w_i |d_i| / (W log K)``; half of that is
+    ``lower``, which is therefore never the answer. ``upper`` is
+    :data:`UPPER_FACTOR` times ``max_i |d_i|``: beyond it every row's NLL is
+    within ``1 / UPPER_FACTOR`` (relative) of that of uniform
+    probabilities, i.e. the scores carry no usable information.
+
+    Parameters
+    ----------
+    max_gap : float
+        ``max_i |d_i|`` over the rows of positive weight (> 0).
+    max_weighted_gap : float
+        ``max_i w_i |d_i|`` (weights as passed to the fit).
+    total_weight : float
+        ``W = sum_i w_i``.
+    n_classes : int
+        ``K``.
+    """
+    lower = 0.5 * max_weighted_gap / (total_weight * np.log(max(n_classes, 2)))
+    return float(lower), float(UPPER_FACTOR * max_gap)
+
+
+def fit_temperature(
+    logits,
+    y,
+    sample_weight=None,
+    *,
+    max_iter=100,
+    tol=1e-8,
+    bounds=None,
+    n_jobs=1,
+):
+    """Maximum-likelihood temperature by safeguarded Newton on ``log(1/T)``.
+
+    The NLL is convex in ``beta = 1/T``; its derivative is increasing in
+    ``u = log beta``. Newton steps on the root of that derivative in ``u``
+    use the exact first and second derivatives (float64); a bracket of the
+    root is kept, and a step leaving it is replaced by bisection, so the
+    iteration always converges. It stops when a step in ``log T`` is below
+    ``tol``, or when two consecutive Newton steps shrink quadratically and
+    the error they predict after the last one, ``M * step**2`` (``M``
+    estimated from the two steps, at least 1), is below ``tol``: the error
+    left in ``log T`` is then about ``tol`` or less, and the pass over the
+    data that would only confirm it is saved.
+
+    The bracket follows the scale of the scores (:func:`temperature_bounds`)
+    and the start is the weighted mean gap ``-d_i`` of the rows whose true
+    class is not on top, so multiplying the logits by ``c`` multiplies ``T``
+    by ``c`` (up to ``tol``). Weights are divided by their maximum first:
+    the result does not depend on their scale (weights of 1e308 do not
+    overflow, 5e-324 does not underflow).
+
+    On more than 200 000 rows, a first Newton run on every 16th row gives the
+    starting point, and the first pass over all rows computes its Newton
+    step in float32 (twice as fast; it is only a step, the bracket and the
+    stopping rule use float64 passes): the full data are then read about
+    three times (the row maxima, a float32 and a float64 Newton pass).
+
+    Parameters
+    ----------
+    logits : ndarray of shape (n, K), float32 or float64
+        Logits or log-probabilities (any per-row constant); not copied.
+    y : ndarray of shape (n,)
+        Encoded labels.
+    sample_weight : ndarray of shape (n,) or None
+    max_iter : int
+    tol : float
+    bounds : tuple of two floats or None
+        Search range of ``T``; ``None``: :func:`temperature_bounds`.
+    n_jobs : int
+
+    Returns
+    -------
+    temperature : float
+    n_iter : int
+        Newton/bisection iterations on the full data.
+    status : {"converged", "max_iter", "lower_bound", "upper_bound"}
+    """
+    z = logits
+    n = z.shape[0]
+    if sample_weight is not None:
+        top = float(sample_weight.max(initial=0.0))
+        sample_weight = unit_weights(sample_weight, top)[0]
+    z_max = z.max(axis=1).astype(np.float64)
+    dy = z[np.arange(n), y] - z_max
+    active = dy if sample_weight is None else dy[sample_weight > 0]
+    if np.all(active == 0):
+        if np.array_equal(z_max, z.min(axis=1)):
+            # Every row is constant: the NLL does not depend on T at all.
+            return 1.0, 0, "converged"
+        # Every sample's true class has the top score: the NLL decreases in
+        # beta without bound, the infimum is at T -> 0.
+        if bounds is None:
+            bounds = _separated_bounds(z_max - z.min(axis=1), sample_weight)
+        return float(bounds[0]), 0, "lower_bound"
+    gap = -dy
+    w_gap = gap if sample_weight is None else gap * sample_weight
+    total_all = float(n if sample_weight is None else sample_weight.sum())
+    if bounds is None:
+        bounds = temperature_bounds(
+            float(active.min() * -1.0), float(w_gap.max()), total_all, z.shape[1]
+        )
+    # Solve in units of the largest gap (a power of two: exact), so that the
+    # squared gaps in the derivatives neither overflow nor underflow.
+    scale = _gap_scale(float(-active.min()))
+    bounds = (bounds[0] / scale, bounds[1] / scale)
+    dy = dy / scale
+    coarse_ok = n > 200_000 and 2.0**-60 <= scale <= 2.0**60
+    wrong = gap > 0
+    # Start: the weighted mean gap of the rows whose true class is not on top.
+    if sample_weight is None:
+        t0 = float(gap[wrong].mean())
+    else:
+        ww = sample_weight[wrong]
+        t0 = float(gap[wrong] @ ww / ww.sum()) if ww.sum() > 0 else float(gap.max())
+    t0 = min(max(t0 / scale, bounds[0]), bounds[1])
+    chunk_rows = max(1, 2**16 // max(1, z.shape[1]))
+
+    def terms_of(rows):
+        zr, z_max_r, dy_r = z[rows], z_max[rows], dy[rows]
+        w_r = None if sample_weight is None else sample_weight[rows]
+
+        def terms(beta, coarse):
+            return _temperature_terms(
+                zr,
+                z_max_r,
+                dy_r,
+                beta,
+                w_r,
+                chunk_rows,
+                n_jobs,
+                coarse=coarse,
+                inv_scale=1.0 / scale,
+            )
+
+        return terms, float(zr.shape[0] if w_r is None else w_r.sum())
+
+    u = -np.log(t0)
+    if n > 200_000:
+        terms, total = terms_of(slice(None, None, 16))
+        if total > 0:
+            u_sub, _, status = _newton_temperature(
+                terms, u, total, max_iter, 1e-3, bounds
+            )
+            if status == "converged":
+                u = u_sub
+    terms, total = terms_of(slice(None))
+    u, n_iter, status = _newton_temperature(
+        terms, u, total, max_iter, tol, bounds, coarse_first=coarse_ok
+    )
+    return float(np.exp(-u)) * scale, n_iter, status
+
+
+def _gap_scale(max_gap):
+    """The power of two nearest ``max_gap`` (> 0): the unit of the solver."""
+    return float(2.0 ** np.round(np.log2(max_gap)))
+
+
+#: When every sample is right, ``T`` is reported at this fraction of the
+#: largest score range of a row (the likelihood increases up to ``T -> 0``).
+SEPARATED_FRACTION = 1e-4
+
+
+def _separated_bounds(ranges, sample_weight):
+    """Bounds when every true class is on top: ``T`` stops at
+    :data:`SEPARATED_FRACTION` times the largest row range (scale-free)."""
+    if sample_weight is not None:
+        ranges = ranges[sample_weight > 0]
+    scale = float(ranges.max())
+    return SEPARATED_FRACTION * scale, UPPER_FACTOR * scale

@@ -1,0 +1,296 @@
+"""Platt scaling: a logistic map of one score per class (one-vs-rest)."""
+
+import warnings
+from functools import partial
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.special import expit
+from sklearn.exceptions import ConvergenceWarning
+
+from skcalib._core.compat import Interval
+from skcalib._core.solvers.newton import damped_newton
+from skcalib._core.weights import unit_weights
+from skcalib.calibration._one_vs_rest import _BinaryMapCalibrator
+
+__all__ = ["PlattCalibrator"]
+
+
+# --------------------------------------------------------------------- Platt
+def _platt_terms(params, s, t, w):
+    """Loss, gradient and Hessian of Platt's objective at ``(a, b)``.
+
+    One pass with a single ``exp``: for ``z = a s + b``,
+    ``loss = sum w (softplus(z) - t z)`` (the cross-entropy of
+    ``sigmoid(z)`` against ``t``), ``grad = sum w (p - t) (s, 1)``,
+    ``hess = sum w p (1 - p) (s, 1)(s, 1)^T``.
+    """
+    z = params[0] * s + params[1]
+    e = np.exp(-np.abs(z))  # in (0, 1]: never overflows
+    loss_i = np.maximum(z, 0.0) + np.log1p(e) - t * z
+    inv = 1.0 / (1.0 + e)
+    p = np.where(z >= 0, inv, e * inv)
+    r = p - t
+    h = p * (1.0 - p)
+    if w is not None:
+        loss_i *= w
+        r *= w
+        h *= w
+    hs = h @ s
+    grad = np.array([r @ s, r.sum()])
+    hess = np.array([[h @ (s * s), hs], [hs, h.sum()]])
+    return float(loss_i.sum()), grad, hess
+
+
+def fit_platt(s, y, sample_weight=None, *, max_iter=100, tol=1e-10):
+    """Fit Platt's sigmoid ``P(y=1 | s) = 1 / (1 + exp(-(a s + b)))``.
+
+    Newton's method with a backtracking (Armijo) line search on Platt's
+    convex two-parameter objective with smoothed targets (Platt 1999; Lin, Lin
+    & Weng 2007). Scores are divided by ``max(1, max|s|)`` while solving (the
+    optimum is mapped back), so logits of ±1e4 do not overflow. Each accepted
+    step costs one pass over the data.
+
+    Parameters
+    ----------
+    s : ndarray of shape (n,), float64
+        Scores (log-odds).
+    y : ndarray of shape (n,), {0, 1}
+        Targets.
+    sample_weight : ndarray of shape (n,) or None
+    max_iter : int
+    tol : float
+        Stop when the Newton step is below ``tol * (1 + |params|)``.
+
+    Returns
+    -------
+    a, b : float
+        Slope and intercept on the original score scale.
+    n_iter : int
+    converged : bool
+    """
+    pos = y > 0.5
+    w, n_pos, n_neg = platt_counts(pos, sample_weight)
+    scale = max(1.0, float(np.max(np.abs(s))))
+    terms = partial(_platt_chunk_terms, n_pos=n_pos, n_neg=n_neg, scale=scale)
+    return _solve_platt(
+        lambda p: terms(s, pos, w, p), n_pos, n_neg, scale, max_iter, tol
+    )
+
+
+def platt_counts(pos, sample_weight):
+    """Weights divided by their maximum, and Platt's counts ``N+``, ``N-``.
+
+    The counts are the weight totals of the classes as given (frequency
+    weights, as in Platt's and scikit-learn's code); they are summed on the
+    rescaled weights and multiplied back as Python floats, so weights of
+    1e308 give ``inf`` counts (targets 1 and 0) instead of overflowing into
+    NaN. Returns ``(w, n_pos, n_neg)``.
+    """
+    if sample_weight is None:
+        n_pos = float(np.count_nonzero(pos))
+        return None, n_pos, float(pos.size) - n_pos
+    top = float(sample_weight.max(initial=0.0))
+    if not top > 0:
+        return sample_weight, 0.0, 0.0
+    w, unit = unit_weights(sample_weight, top)
+    return w, unit * float(w[pos].sum()), unit * float(w[~pos].sum())
+
+
+def _platt_chunk_terms(s, pos, w, params, *, n_pos, n_neg, scale):
+    """:func:`_platt_terms` with Platt's targets, on scores divided by
+    ``scale``."""
+    t = np.where(pos, 1.0 - 1.0 / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    return _platt_terms(params, s / scale, t, w)
+
+
+def _solve_platt(terms, n_pos, n_neg, scale, max_iter, tol):
+    """Newton from the smoothed base rate; ``(a, b, n_iter, converged)``."""
+    b0 = np.log((n_pos + 1.0) / (n_neg + 1.0)) if n_pos + n_neg < np.inf else 0.0
+    params = np.array([0.0, b0 if np.isfinite(b0) else 0.0])
+    params, n_iter, converged, _ = damped_newton(
+        terms, params, max_iter=max_iter, tol=tol
+    )
+    return params[0] / scale, params[1], n_iter, converged
+
+
+def _platt_map_chunk_terms(scores, y, w, *, view, params, **kwargs):
+    """Platt terms of one chunk of one map (see ``_BinaryMapCalibrator``)."""
+    s, pos = view(scores, y)
+    loss, grad, hess = _platt_chunk_terms(s, pos, w, params, **kwargs)
+    return loss, grad, hess
+
+
+def _abs_max_chunk(scores, y, w, *, view):
+    return (float(np.max(np.abs(view(scores, y)[0]), initial=0.0)),)
+
+
+class PlattCalibrator(_BinaryMapCalibrator):
+    """Platt scaling: a logistic map of the log-odds.
+
+    ``P(y = 1 | s) = 1 / (1 + exp(-(a s + b)))`` where ``s`` is the log-odds
+    of the uncalibrated model (a decision value, or ``log(p / (1 - p))`` for a
+    probability ``p``, computed without forming ``1 - p``). ``a`` and ``b``
+    minimise the weighted cross-entropy against Platt's smoothed targets
+
+    .. math::
+
+        t_+ = \\frac{N_+ + 1}{N_+ + 2}, \\qquad t_- = \\frac{1}{N_- + 2},
+
+    with ``N_+``/``N_-`` the (weighted) counts of positives and negatives. The
+    smoothing is the regularisation: the targets are never 0 or 1, so the
+    optimum is finite even when the scores separate the classes perfectly.
+    The convex problem is solved by Newton's method with a line search.
+
+    **Sample weights** are frequency weights, as in Platt's paper and in
+    :class:`sklearn.calibration.CalibratedClassifierCV`: the cross-entropy
+    is weighted by ``sample_weight`` and ``N_+``, ``N_-`` are the weight
+    totals of the positives and negatives. A weight of 2 is therefore
+    exactly a duplicated row and a weight of 0 a dropped one, but the
+    result depends on the scale of the weights, by design: ``N_+`` is the
+    amount of evidence, and the smoothing (one pseudo-sample per class)
+    weighs less against more of it. Multiplying every weight by ``c``
+    moves the targets towards 0 and 1 for ``c > 1`` (weights of 1e308:
+    ``t_+ = 1``, ``t_- = 0``, unsmoothed logistic regression) and towards
+    1/2 for ``c < 1`` (weights of 1e-300: nearly constant at the smoothed
+    base rate). For importance or class-balancing weights whose scale means
+    nothing, normalise them first (e.g. to mean 1, so that ``N_+ + N_-``
+    is the number of rows). The weights are divided by their maximum inside
+    the solver, so no scale overflows or underflows.
+
+    Parameters
+    ----------
+    estimator : classifier or None, default=None
+        A prefit classifier (wrapper mode) or ``None`` (``X`` holds scores).
+    score_type : {"auto", "logit", "probability"}, default="auto"
+        What raw ``X`` holds; see :class:`~skcalib._base.BaseCalibrator`.
+    response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
+        Wrapper mode: the method giving scores (``"auto"``: decision_function
+        if the estimator has it, else predict_proba).
+    multi_class : {"ovr", "top_label"}, default="ovr"
+        Strategy for more than two classes (see the user guide).
+    max_iter : int, default=100
+        Newton iterations per map.
+    tol : float, default=1e-10
+        Relative step size that ends the Newton iterations.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    score_type_ : str
+        What the scores were taken to be (``"logit"`` or ``"probability"``).
+    calibrators_ : list of ndarray of shape (2,)
+        ``(a, b)`` of each map (one map for binary problems).
+    coef_ : ndarray of shape (n_maps,)
+        Slopes ``a``.
+    intercept_ : ndarray of shape (n_maps,)
+        Intercepts ``b``.
+    n_iter_ : ndarray of shape (n_maps,)
+        Newton iterations of each map.
+    n_features_in_ : int
+        Number of columns of ``X`` seen at fit (2-D input).
+
+    See Also
+    --------
+    TemperatureCalibrator : one parameter shared by all classes.
+    sklearn.calibration.CalibratedClassifierCV : ``method="sigmoid"`` fits the
+        same objective with L-BFGS (and ``p = 1 / (1 + exp(A f + B))``, so its
+        ``A, B`` are our ``-a, -b``).
+
+    References
+    ----------
+    .. [1] J. Platt, "Probabilistic outputs for support vector machines and
+       comparisons to regularized likelihood methods", Advances in Large
+       Margin Classifiers, 1999.
+    .. [2] H.-T. Lin, C.-J. Lin and R. C. Weng, "A note on Platt's
+       probabilistic outputs for support vector machines", Machine Learning
+       68, 2007.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib import PlattCalibrator
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 1000)
+    >>> logits = 4.0 * (2 * y - 1) + rng.normal(scale=4.0, size=1000)  # over-confident
+    >>> cal = PlattCalibrator().fit(logits, y)
+    >>> cal.predict_proba(logits[:2]).shape
+    (2, 2)
+    >>> bool(0 < cal.coef_[0] < 1)   # the slope shrinks over-confident logits
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **_BinaryMapCalibrator._parameter_constraints,
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+    }
+    _map_input = "log_odds"
+    #: The smoothed targets use the weight totals (see the docstring).
+    _rescale_sample_weight = False
+
+    def __init__(
+        self,
+        estimator=None,
+        *,
+        score_type="auto",
+        response_method="auto",
+        multi_class="ovr",
+        max_iter=100,
+        tol=1e-10,
+    ):
+        self.estimator = estimator
+        self.score_type = score_type
+        self.response_method = response_method
+        self.multi_class = multi_class
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def _fit_map(self, score, target, sample_weight):
+        return self._platt_result(
+            *fit_platt(
+                score, target, sample_weight, max_iter=self.max_iter, tol=self.tol
+            )
+        )
+
+    def _fit_map_chunks(self, data, view, n_pos):
+        (abs_max,) = data.map_scores(
+            partial(_abs_max_chunk, view=view),
+            combine=lambda parts: (max(p[0] for p in parts if p is not None),),
+        )
+        n_neg = data.total_weight - n_pos
+        kwargs = {"n_pos": n_pos, "n_neg": n_neg, "scale": max(1.0, abs_max)}
+
+        def terms(params):
+            return data.map_scores(
+                partial(_platt_map_chunk_terms, view=view, params=params, **kwargs)
+            )
+
+        return self._platt_result(
+            *_solve_platt(terms, n_pos, n_neg, kwargs["scale"], self.max_iter, self.tol)
+        )
+
+    def _platt_result(self, a, b, n_iter, converged):
+        if not converged:
+            warnings.warn(
+                f"Platt scaling did not converge in max_iter={self.max_iter} Newton "
+                "iterations; increase max_iter.",
+                ConvergenceWarning,
+                stacklevel=5,
+            )
+        return np.array([a, b, n_iter], dtype=np.float64)
+
+    def _set_fitted_views(self):
+        maps = [m for m in self.calibrators_ if m is not None]
+        self.coef_ = np.array(
+            [m[0] if m is not None else 1.0 for m in self.calibrators_]
+        )
+        self.intercept_ = np.array(
+            [m[1] if m is not None else 0.0 for m in self.calibrators_]
+        )
+        self.n_iter_ = np.array([int(m[2]) for m in maps], dtype=int)
+        self.calibrators_ = [None if m is None else m[:2] for m in self.calibrators_]
+
+    def _apply_map(self, fitted, score):
+        return expit(fitted[0] * score + fitted[1])
