@@ -76,7 +76,7 @@ FULL_MATRIX_MAX_K = 10
 SLOW_FIT_S = 30.0
 #: Floor of the true-class probability in the per-sample NLL (skcalib's).
 try:
-    from skcalib.metrics._proper import NLL_FLOOR
+    from skcalib._core.losses import NLL_FLOOR
 except ImportError:  # pragma: no cover - older layout
     NLL_FLOOR = np.finfo(np.float64).eps
 
@@ -198,6 +198,21 @@ def methods(status, *, quick):
         key=lambda a: (order.index(a.method) if a.method in order else 99, a.label)
     )
     return ours + peers
+
+
+def only_families(adapters, families, parser):
+    """The adapters of skcalib's calibrators of ``families`` and of their
+    peers (the peer methods of :data:`quality_families.FAMILY_TABLE`)."""
+    table = {key: multi | binary for key, _, multi, binary in F.FAMILY_TABLE}
+    unknown = [f for f in families if f not in table]
+    if unknown:
+        parser.error(f"unknown families {unknown}; choose from {sorted(table)}")
+    peers = set().union(*(table[f] for f in families))
+    return [
+        a
+        for a in adapters
+        if (a.method in families if a.library == "skcalib" else a.method in peers)
+    ]
 
 
 def score(y, proba):
@@ -353,6 +368,12 @@ def main(argv=None):
         "--only", default=None, help="comma list of data set names (substring match)"
     )
     parser.add_argument(
+        "--families",
+        default=None,
+        help="comma list of method families (default: all): "
+        + ", ".join(key for key, *_ in F.FAMILY_TABLE),
+    )
+    parser.add_argument(
         "--seeds",
         type=int,
         default=SEEDS,
@@ -393,6 +414,8 @@ def main(argv=None):
         print(msg)
         skipped_data.append(msg)
     adapters = methods(status, quick=args.quick)
+    if args.families:
+        adapters = only_families(adapters, args.families.split(","), parser)
     done, slow = [], {}
     for name, load in sets:
         per_seed, ds0 = [], None

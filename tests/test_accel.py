@@ -148,7 +148,9 @@ def test_binary_fit_from_integer_labels_equals_boolean_target(numpy_only):
     rng = np.random.default_rng(3)
     p = rng.uniform(size=5000)
     y = (rng.uniform(size=5000) < p).astype(int)
-    cal = HistogramBinningCalibrator(n_bins=7, smoothing=0).fit(p, y)
+    cal = HistogramBinningCalibrator(n_bins=7, smoothing=0, strategy="uniform").fit(
+        p, y
+    )
     ids = np.searchsorted(np.linspace(0, 1, 8)[1:-1], p, side="left")
     counts = np.bincount(ids, minlength=7)
     np.testing.assert_array_equal(cal.bin_counts_[0], counts)

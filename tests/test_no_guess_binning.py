@@ -18,10 +18,10 @@ from skcalib import (
 )
 from skcalib._core.binning import (
     MIN_BIN_CAP,
-    QuantileEdgeSearch,
     assign_bins,
     bin_edges,
 )
+from skcalib._core.quantile_search import QuantileEdgeSearch
 from skcalib.calibration import AutoCalibrator
 from skcalib.metrics import classwise_calibration_error, expected_calibration_error
 

@@ -124,7 +124,8 @@ def test_inversion_by_hand_at_zero():
     # quantile of the resamples recentred on zero gaps (reference: a direct
     # computation from the same resamples).
     from skcalib._core.inputs import check_metric_inputs
-    from skcalib.metrics._curve import cell_assignment, cell_totals, top1
+    from skcalib._core.top1 import top1
+    from skcalib._core.totals import cell_assignment, cell_totals
     from skcalib.metrics._interval import _NullFamily, group_bootstrap_totals
 
     logits, y, _ = make_miscalibrated_scores(800, 2, temperature=1.2, random_state=3)

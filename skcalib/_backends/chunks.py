@@ -16,28 +16,17 @@ from functools import partial
 import numpy as np
 from sklearn.utils.validation import check_array
 
-from skcalib._core.inputs import is_dask_collection  # noqa: F401 (one home)
+from skcalib._backends.dask import sum_parts, to_dask_array
+from skcalib._core.inputs import weight_scale as _weight_scale
+from skcalib._core.labels import lookup, present_labels, unique_inverse
 from skcalib._core.scores import Scores, resolve_score_type
 
 __all__ = []  # private module
 
 
 def _as_dask_array(x):
-    import dask.array as da
-
-    if hasattr(x, "to_dask_array"):  # Dask DataFrame / Series
-        x = x.to_dask_array(lengths=True)
-    return da.asarray(x)
-
-
-def sum_parts(parts):
-    """Entry-wise sum of tuples of arrays/floats, in order (None skipped)."""
-    parts = [p for p in parts if p is not None]  # empty chunks give None
-    total = [np.array(v, dtype=np.float64) for v in parts[0]]
-    for part in parts[1:]:
-        for t, v in zip(total, part, strict=True):
-            t += v
-    return tuple(total)
+    """A Dask array of ``x`` (block sizes of a DataFrame computed)."""
+    return to_dask_array(x, lengths=True)
 
 
 class ChunkedData:
@@ -142,15 +131,11 @@ class ChunkedData:
         if not cols:
             raise ValueError("The chunks hold no sample: there is nothing to fit.")
         self.n_columns = cols.pop()
-        labels = np.unique(np.concatenate([p["labels"] for p in parts]))
+        labels = present_labels(np.concatenate([p["labels"] for p in parts]))
         self.classes = labels
         scale = max(p["max_weight"] for p in parts)
         # a power of two, as in BaseCalibrator.fit: the division is exact
-        self.weight_scale = (
-            float(np.ldexp(1.0, int(np.frexp(scale)[1]) - 1))
-            if rescale_weights and scale > 0
-            else 1.0
-        )
+        self.weight_scale = _weight_scale(scale) if rescale_weights else 1.0
         weight = np.zeros(labels.size)
         for p in parts:
             share = p["unit"] / self.weight_scale
@@ -227,7 +212,7 @@ def _validate_chunk(X, y, w):
 
 def _survey_chunk(X, y, w, score_type="auto"):
     X, y, w = _validate_chunk(X, y, w)
-    labels, inverse = np.unique(y, return_inverse=True)
+    labels, inverse = unique_inverse(y)
     top = float(w.max()) if w is not None and w.size else 1.0
     unit = 1.0
     if w is not None and top > 0:
@@ -266,10 +251,9 @@ def _scores_chunk(X, y, w, *, fn, classes, score_type, n_columns, weight_scale=1
         raise ValueError(f"Chunks have different numbers of columns ({n_columns}).")
     if X.shape[0] == 0:
         return None
-    y_enc = np.searchsorted(classes, y)
-    unknown = classes[np.minimum(y_enc, n_classes - 1)] != y
-    if unknown.any():  # the chunk changed since the survey pass
-        bad = y[np.argmax(unknown)].tolist()
+    y_enc, known = lookup(y, classes)
+    if not known.all():  # the chunk changed since the survey pass
+        bad = y[np.argmin(known)].tolist()
         raise ValueError(
             f"A chunk has label {bad!r}, not among the labels "
             f"{classes.tolist()} of the first pass: the chunks must give the same "

@@ -1,53 +1,25 @@
-"""The metrics of Dask arrays: per-block statistics, reduced by summing.
+"""Dask collections as row blocks, and one map-reduce over them.
 
-Used only when a metric gets a Dask collection; Dask itself is imported inside
-the functions, so that this module imports without it. Every block runs the
-chunk functions of :mod:`skcalib.metrics._accumulator` (the same code as the
-in-memory metrics) and returns small per-cell sums; a tree of merges adds them
-up and only those sums reach the client. Nothing is loaded whole.
-
-Passes over the data (each one ``dask.compute``):
-
-* without ``labels``, one pass over ``y_true`` collects its distinct labels
-  (the metric functions resolve the classes from them);
-* uniform bins: one pass for the statistics (and the value checks);
-* quantile bins: 2 (float32) or 4 (float64) passes of an exact radix
-  selection of the quantile edges
-  (:class:`~skcalib._core.binning.QuantileEdgeSearch`), then the statistics.
-
-Blocks run on the current Dask scheduler (threads by default, or the
-``distributed.Client`` in use).
+Used only when a function gets a Dask collection; Dask itself is imported
+inside the functions, so that this module imports without it. A pass runs a
+kernel on every row block (the same code as for in-memory arrays) and
+returns small partial results (per-cell sums, label sets); a tree of merges
+adds them up and only those results reach the client. Nothing is loaded
+whole. Blocks run on the current Dask scheduler (threads by default, or the
+``distributed.Client`` in use). The metrics of Dask inputs are in
+:mod:`skcalib.metrics._dask_metrics`.
 """
 
-import copy
 import re
 from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 
-from skcalib._core.binning import QuantileEdgeSearch, bin_edges
-from skcalib._core.inputs import (
-    _check_y,
-    _present_labels,
-    _resolve_classes,
-    check_chunk,
-    check_n_bins,
-    is_dask_collection,
-)
+from skcalib._core.inputs import _check_y, _resolve_classes, is_dask_collection
 from skcalib._core.inputs import weight_scale as _scale_of
-from skcalib.metrics._accumulator import (
-    CalibrationAccumulator,
-    brier_from_sums,
-    check_totals,
-    check_values,
-    chunk_totals,
-    grouped_scores,
-    loss_sums,
-    nll_from_sums,
-)
-from skcalib.metrics._calibration_error import reduce_totals
-from skcalib.metrics._curve import _resolve_class_index, curve_from_totals
+from skcalib._core.labels import present_labels as _present_labels
+from skcalib._core.totals import check_totals
 
 __all__ = []  # private module
 
@@ -90,18 +62,21 @@ class Blocks:
         return np.float32 if self.proba.dtype == np.float32 else np.float64
 
 
-def _to_dask_array(x):
-    """A Dask array of a Dask collection (DataFrame, Series, Array)."""
+def to_dask_array(x, *, lengths=False):
+    """A Dask array of a Dask collection (Array, DataFrame, Series) or of an
+    in-memory array; ``lengths``: compute the block sizes of a DataFrame."""
     import dask.array as da
 
     if isinstance(x, da.Array):
         return x
     if hasattr(x, "to_dask_array"):  # Dask DataFrame / Series
-        return x.to_dask_array()
-    raise TypeError(
-        f"cannot read a {type(x).__name__} as a Dask array; pass a Dask Array, "
-        "DataFrame or Series."
-    )
+        return x.to_dask_array(lengths=True) if lengths else x.to_dask_array()
+    if is_dask_collection(x):
+        raise TypeError(
+            f"cannot read a {type(x).__name__} as a Dask array; pass a Dask "
+            "Array, DataFrame or Series."
+        )
+    return da.asarray(x)
 
 
 def _known(chunks):
@@ -121,7 +96,7 @@ def as_blocks(y_true, y_proba, sample_weight=None):
 
     given = {"y_true": y_true, "y_proba": y_proba, "sample_weight": sample_weight}
     given = {k: v for k, v in given.items() if v is not None}
-    arrays = {k: _to_dask_array(v) for k, v in given.items() if is_dask_collection(v)}
+    arrays = {k: to_dask_array(v) for k, v in given.items() if is_dask_collection(v)}
     ref_name = next(k for k in ("y_proba", "y_true", "sample_weight") if k in arrays)
     ref = arrays[ref_name]
     paired = len(arrays) == len(given) and all(
@@ -231,7 +206,36 @@ def map_reduce(arrays, kernel, combine, offsets):
     return result
 
 
-def _inputs(blocks):
+def sum_parts(parts):
+    """Entry-wise sum of tuples of arrays/floats, in order (None skipped);
+    None when every part is None (every block empty)."""
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    total = [np.array(v, dtype=np.float64) for v in parts[0]]
+    for part in parts[1:]:
+        for t, v in zip(total, part, strict=True):
+            t += v
+    return tuple(total)
+
+
+def map_reduce_totals(blocks, kernel, combine=sum_parts):
+    """The totals of the whole data: ``combine`` of ``kernel(y, proba[,
+    weight])`` over the row blocks, each a pair ``(totals, [n_samples,
+    total_weight])`` (None for an empty block).
+
+    Raises the errors of the metric functions for empty or weightless data.
+    """
+    result = map_reduce(block_inputs(blocks), kernel, combine, blocks.offsets)
+    if result is None:
+        check_totals(0, 0.0)
+    totals, sizes = result
+    check_totals(*sizes)
+    return totals
+
+
+def block_inputs(blocks):
+    """The Dask arrays of ``blocks`` to map over (no weights: two)."""
     arrays = [blocks.y, blocks.proba]
     return arrays if blocks.weight is None else [*arrays, blocks.weight]
 
@@ -282,189 +286,3 @@ def weight_scale(blocks):
         blocks.weight = None
         return hi
     return _scale_of(hi)
-
-
-# ----------------------------------------------------------------- kernels
-def _sizes(inp):
-    w = inp.sample_weight
-    return np.array([inp.n_samples, inp.n_samples if w is None else w.sum()], float)
-
-
-def _sum_pairs(parts):
-    """Add ``(payload, sizes)`` pairs whose payload is an array (or None)."""
-    parts = [p for p in parts if p is not None]
-    if not parts:
-        return None
-    payloads = [p[0] for p in parts if p[0] is not None]
-    total = None
-    if payloads:
-        total = payloads[0].copy()
-        for p in payloads[1:]:
-            total += p
-    return total, sum(p[1] for p in parts)
-
-
-def _totals_kernel(y, proba, weight=None, *, classes, kind, edges, class_index, scale):
-    inp, _ = check_chunk(y, proba, weight, classes=classes, weight_scale=scale)
-    if inp is None:
-        return None
-    return chunk_totals(inp, kind, edges, class_index=class_index), _sizes(inp)
-
-
-def _loss_kernel(y, proba, weight=None, *, classes, scale):
-    inp, _ = check_chunk(y, proba, weight, classes=classes, weight_scale=scale)
-    if inp is None:
-        return None
-    check_values(inp)
-    return loss_sums(inp), _sizes(inp)
-
-
-def _search_kernel(y, proba, weight=None, *, classes, kind, class_index, search, scale):
-    inp, _ = check_chunk(y, proba, weight, classes=classes, weight_scale=scale)
-    if inp is None:
-        return None
-    if search.level == 0:
-        check_values(inp)
-    groups = grouped_scores(inp, kind, class_index)
-    counts = search.digit_counts([(s, w) for s, _, w in groups])
-    return counts, _sizes(inp)
-
-
-def _search_combine(parts):
-    parts = [p for p in parts if p is not None]
-    if not parts:
-        return None
-    return QuantileEdgeSearch.merge([p[0] for p in parts]), sum(p[1] for p in parts)
-
-
-def _accumulator_kernel(y, proba, weight=None, *, params, classes):
-    acc = CalibrationAccumulator(**params, labels=classes)
-    return acc.update(y, proba, weight)
-
-
-def _merge_accumulators(parts):
-    total = copy.deepcopy(parts[0])  # never change a task's result in place
-    for p in parts[1:]:
-        total.merge(p)
-    return total
-
-
-# ------------------------------------------------------------------ passes
-def _n_groups(kind, class_index, n_classes):
-    return 1 if kind == "confidence" or class_index is not None else n_classes
-
-
-def _totals(blocks, classes, kind, n_bins, strategy, class_index=None, scale=None):
-    """Per-cell statistics of the whole data and the edges of each group
-    (weights divided by ``scale``)."""
-    n_groups = _n_groups(kind, class_index, classes.size)
-    if strategy == "uniform":
-        edges = [bin_edges(None, n_bins, "uniform")] * n_groups
-    else:
-        search = QuantileEdgeSearch(
-            n_groups, n_bins, blocks.score_dtype, weighted=blocks.weight is not None
-        )
-        while not search.done:
-            kernel = partial(
-                _search_kernel,
-                classes=classes,
-                kind=kind,
-                class_index=class_index,
-                search=search,
-                scale=scale,
-            )
-            result = map_reduce(
-                _inputs(blocks), kernel, _search_combine, blocks.offsets
-            )
-            if result is None:
-                check_totals(0, 0.0)
-            counts, sizes = result
-            check_totals(*sizes)
-            search.advance(counts)
-        edges = search.edges()
-    kernel = partial(
-        _totals_kernel,
-        classes=classes,
-        kind=kind,
-        edges=edges,
-        class_index=class_index,
-        scale=scale,
-    )
-    result = map_reduce(_inputs(blocks), kernel, _sum_pairs, blocks.offsets)
-    if result is None:
-        check_totals(0, 0.0)
-    totals, sizes = result
-    check_totals(*sizes)
-    return totals, edges
-
-
-def calibration_error(
-    y_true, y_proba, *, n_bins, strategy, kind, norm, debias, sample_weight, labels
-):
-    """:func:`~skcalib.metrics.expected_calibration_error` of Dask inputs."""
-    blocks = as_blocks(y_true, y_proba, sample_weight)
-    n_bins = check_n_bins(n_bins, blocks.n_rows)
-    classes = resolve_classes(blocks, labels)
-    scale = weight_scale(blocks)
-    totals, _ = _totals(blocks, classes, kind, n_bins, strategy, scale=scale)
-    return float(reduce_totals(totals, kind, norm, debias))
-
-
-def reliability_curve(
-    y_true,
-    y_proba,
-    *,
-    n_bins,
-    strategy,
-    kind,
-    class_index,
-    sample_weight,
-    labels,
-    confidence_level,
-):
-    """:func:`~skcalib.metrics.reliability_curve` of Dask inputs."""
-    blocks = as_blocks(y_true, y_proba, sample_weight)
-    n_bins = check_n_bins(n_bins, blocks.n_rows)
-    classes = resolve_classes(blocks, labels)
-    class_index = _resolve_class_index(kind, class_index, classes.size)
-    pooled = "confidence" if kind == "top_label" and class_index is None else kind
-    scale = weight_scale(blocks)
-    totals, edges = _totals(
-        blocks, classes, pooled, n_bins, strategy, class_index, scale=scale
-    )
-    return curve_from_totals(
-        totals[:, 0, : edges[0].size - 1],
-        np.array(edges[0]),
-        kind=kind,
-        strategy=strategy,
-        class_index=class_index,
-        confidence_level=confidence_level,
-        weight_scale=1.0 if scale is None else scale,
-    )
-
-
-def proper_score(y_true, y_proba, *, loss, sample_weight, labels, scale_by_half=None):
-    """:func:`~skcalib.metrics.brier_score` (``loss="brier"``) or
-    :func:`~skcalib.metrics.negative_log_likelihood` of Dask inputs."""
-    blocks = as_blocks(y_true, y_proba, sample_weight)
-    classes = resolve_classes(blocks, labels)
-    kernel = partial(_loss_kernel, classes=classes, scale=weight_scale(blocks))
-    result = map_reduce(_inputs(blocks), kernel, _sum_pairs, blocks.offsets)
-    if result is None:
-        check_totals(0, 0.0)
-    sums, sizes = result
-    check_totals(*sizes)
-    if loss == "brier":
-        return brier_from_sums(sums, classes.size, scale_by_half)
-    return nll_from_sums(sums)
-
-
-def accumulate(acc, y_true, y_proba, sample_weight=None):
-    """A :class:`CalibrationAccumulator` like ``acc`` holding the Dask inputs."""
-    blocks = as_blocks(y_true, y_proba, sample_weight)
-    classes = acc.classes_
-    if classes is None:
-        classes = resolve_classes(blocks, acc.labels)
-    params = {"n_bins": acc.n_bins, "edges": acc.edges, "classwise": acc.classwise}
-    kernel = partial(_accumulator_kernel, params=params, classes=classes)
-    return map_reduce(_inputs(blocks), kernel, _merge_accumulators, blocks.offsets)

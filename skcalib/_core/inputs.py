@@ -20,13 +20,11 @@ from skcalib._core.binning import (  # noqa: F401
     check_n_bins,
 )
 from skcalib._core.compat import Interval, StrOptions
+from skcalib._core.labels import encode as _encode
+from skcalib._core.labels import present_labels as _present_labels
 from skcalib._core.scores import check_probabilities
 
 __all__ = []  # private module
-
-#: Integer labels whose range is at most this (or 4 x n_samples) are encoded
-#: with a lookup table (O(n)) instead of a sort.
-_TABLE_SPAN = 1 << 20
 
 #: ``validate_params`` constraints shared by the metric functions.
 COMMON_CONSTRAINTS = {
@@ -51,6 +49,27 @@ def is_dask_collection(x):
     Decided from the type's module, so that Dask is never imported here.
     """
     return type(x).__module__.partition(".")[0] in ("dask", "dask_expr")
+
+
+def input_kind(*arrays):
+    """``"dask"`` when one of ``arrays`` is a Dask collection, else ``"numpy"``.
+
+    The one decision of which backend computes a metric's totals (None
+    entries, such as absent weights, are skipped).
+    """
+    return "dask" if any(is_dask_collection(a) for a in arrays) else "numpy"
+
+
+#: Names of the functions and methods that accept Dask collections, filled
+#: by :func:`accepts_dask` as their modules are imported.
+DASK_CAPABLE = []
+
+
+def accepts_dask(func):
+    """Mark ``func`` as accepting Dask collections (it dispatches on
+    :func:`input_kind`); :func:`reject_dask` names the marked ones."""
+    DASK_CAPABLE.append(func.__qualname__)
+    return func
 
 
 def reject_discrete_dask(strategy):
@@ -100,12 +119,16 @@ def reject_dask(**arrays):
         if is_dask_collection(x):
             raise TypeError(
                 f"{name} is a Dask collection ({type(x).__name__}); this function "
-                "needs in-memory arrays. expected_calibration_error, "
-                "maximum_calibration_error, classwise_calibration_error, "
-                "reliability_curve, brier_score, negative_log_likelihood and "
-                "CalibrationAccumulator.update accept Dask collections; call "
-                ".compute() first if the data fits in memory."
+                f"needs in-memory arrays. {_dask_capable_names()} accept Dask "
+                "collections; call .compute() first if the data fits in memory."
             )
+
+
+def _dask_capable_names():
+    names = list(dict.fromkeys(DASK_CAPABLE))
+    if len(names) < 2:
+        return "".join(names) or "No function"
+    return f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 #: The hint of the probability checks of the metrics (they take no
@@ -166,70 +189,6 @@ def _check_y(y_true, allow_empty=False):
     elif kind not in "biuUS":
         raise ValueError(f"y_true must hold class labels, got dtype {y.dtype}.")
     return y
-
-
-def _int_span(y):
-    """``(min, max)`` of integer labels when a lookup table is cheap, else None."""
-    if y.dtype.kind not in "biu":
-        return None
-    lo, hi = int(y.min()), int(y.max())
-    if hi > np.iinfo(np.intp).max or hi - lo >= max(_TABLE_SPAN, 4 * y.size):
-        return None
-    return lo, hi
-
-
-def _present_labels(y):
-    """Sorted distinct labels of ``y`` (O(n) for small integer ranges)."""
-    span = _int_span(y)
-    if span is not None and y.dtype.kind != "b":
-        lo, _ = span
-        shifted = y.astype(np.intp, copy=False) - lo if lo else y
-        present = np.flatnonzero(np.bincount(shifted.astype(np.intp, copy=False)))
-        return (present + lo).astype(y.dtype)
-    try:
-        return np.unique(y)
-    except TypeError as exc:  # e.g. a mix of str and int in an object array
-        raise ValueError(
-            f"y_true mixes label types that cannot be sorted: {exc}"
-        ) from exc
-
-
-def _encode(y, classes):
-    """Index of each ``y`` in ``classes`` (unique, any order); error if unknown."""
-    if y.dtype.kind == "b":
-        y = y.astype(np.intp)
-    if classes.dtype.kind == "b":
-        classes = classes.astype(np.intp)
-    span = _int_span(y)
-    if span is not None and classes.dtype.kind in "biu":
-        lo, hi = span
-        k = classes.size
-        if lo == 0 and hi < k and np.array_equal(classes, np.arange(k)):
-            return y.astype(np.intp, copy=False)
-        table = np.full(hi - lo + 1, -1, dtype=np.intp)
-        inside = (classes >= lo) & (classes <= hi)
-        table[classes[inside].astype(np.int64) - lo] = np.flatnonzero(inside)
-        codes = table[(y.astype(np.intp, copy=False) - lo) if lo else y]
-        known = codes >= 0
-    else:
-        sorter = np.argsort(classes, kind="stable")
-        ordered = classes[sorter]
-        try:
-            pos = np.searchsorted(ordered, y)
-            pos = np.minimum(pos, ordered.size - 1)
-            known = ordered[pos] == y
-        except (TypeError, np.exceptions.DTypePromotionError):
-            pos = np.zeros(y.size, dtype=np.intp)
-            known = np.zeros(y.size, dtype=bool)
-        codes = sorter[pos]
-    known = np.asarray(known, dtype=bool)
-    if not known.all():
-        unknown = _present_labels(y[~known])
-        raise ValueError(
-            f"y_true contains label(s) {unknown[:10].tolist()} that are not in "
-            f"labels={classes.tolist()}."
-        )
-    return codes
 
 
 def _resolve_classes(y, n_columns, labels):
@@ -486,3 +445,28 @@ def _chunk_classes(y, n_columns, labels):
 def binary_column(proba, k):
     """Probability of class ``k`` (0 or 1) from 1-D binary ``proba``."""
     return proba if k == 1 else 1 - proba
+
+
+def resolve_class_index(kind, class_index, n_classes):
+    """The column a reliability curve is about (None: pooled top-1).
+
+    ``kind="classwise"`` of binary data defaults to the positive column 1.
+    """
+    if class_index is not None and not 0 <= class_index < n_classes:
+        raise ValueError(
+            f"class_index must be in [0, {n_classes - 1}] (a column of y_proba), "
+            f"got {class_index}."
+        )
+    if kind == "confidence" and class_index is not None:
+        raise ValueError(
+            "kind='confidence' pools all classes; class_index needs "
+            "kind='top_label' or kind='classwise'."
+        )
+    if kind == "classwise" and class_index is None:
+        if n_classes == 2:
+            return 1
+        raise ValueError(
+            "kind='classwise' needs class_index (the column of the class) when "
+            f"there are {n_classes} classes."
+        )
+    return None if class_index is None else int(class_index)

@@ -4,12 +4,9 @@ import numpy as np
 from sklearn.utils import check_array
 
 from skcalib._core.compat import validate_params
-from skcalib._core.inputs import (
-    _check_y,
-    _encode,
-    _present_labels,
-    check_sample_weight,
-)
+from skcalib._core.inputs import _check_y, check_sample_weight
+from skcalib._core.labels import encode as _encode
+from skcalib._core.labels import present_labels as _present_labels
 
 __all__ = ["classwise_set_coverage", "mean_set_size", "set_coverage_score"]
 

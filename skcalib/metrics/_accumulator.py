@@ -2,200 +2,47 @@
 
 Every binned metric reduces additive per-cell sums (weight, weighted
 confidence, weighted accuracy, sum of squared weights, count; see
-:mod:`skcalib.metrics._curve`), and the Brier score and the negative
+:mod:`skcalib._core.totals`), and the Brier score and the negative
 log-likelihood are weighted means. :class:`CalibrationAccumulator` keeps those
 sums for chunks of data (:meth:`~CalibrationAccumulator.update`) and adds
-those of another accumulator (:meth:`~CalibrationAccumulator.merge`); the
-chunk functions here are also what each block of a Dask array runs
-(:mod:`skcalib._backends.dask`).
+those of another accumulator (:meth:`~CalibrationAccumulator.merge`). Its
+chunk functions (:mod:`skcalib._core.totals`, :mod:`skcalib._core.losses`)
+are also what each block of a Dask array runs
+(:mod:`skcalib.metrics._dask_metrics`).
 """
 
 from numbers import Integral, Real
 
 import numpy as np
 
-from skcalib._core.binning import assign_bins
 from skcalib._core.compat import Interval, StrOptions, validate_params
 from skcalib._core.inputs import (
     KINDS,
     NORMS,
+    accepts_dask,
     check_chunk,
-    check_finite_proba,
     check_n_bins,
-    check_proba_values,
-    is_dask_collection,
+    input_kind,
+    resolve_class_index,
 )
-from skcalib.metrics._calibration_error import check_norm, reduce_totals
-from skcalib.metrics._curve import (
-    ACC,
-    CONF,
-    W2,
-    W,
-    _accumulate,
-    _resolve_class_index,
-    binary_column,
-    curve_from_totals,
-    statistics,
-    top1,
+from skcalib._core.losses import (
+    LOSS_W,
+    brier_from_sums,
+    loss_sums,
+    nll_from_sums,
 )
-from skcalib.metrics._proper import multiclass_brier_sum, sample_nll
+from skcalib._core.totals import (
+    check_norm,
+    check_totals,
+    chunk_totals,
+    merged_scale,
+    reduce_totals,
+    rescale_stats,
+)
+from skcalib.metrics._curve import curve_from_totals
+from skcalib.metrics._dask_metrics import accumulate
 
 __all__ = ["CalibrationAccumulator"]
-
-#: Entries of the loss sums: total weight, weighted NLL, weighted Brier sum.
-_LOSS_W, _LOSS_NLL, _LOSS_BRIER = range(3)
-
-
-# ------------------------------------------------------------------ chunks
-def check_values(inp):
-    """Check the probabilities of a chunk (finite, in [0, 1], rows sum to 1)."""
-    check_finite_proba(inp.proba)
-    check_proba_values(inp.proba)
-
-
-def grouped_scores(inp, kind, class_index=None):
-    """The binned scores of each group: ``[(scores, targets, weights), ...]``.
-
-    ``"confidence"``: one group, the top-1 probability against top-1
-    correctness. ``"top_label"``: one group per predicted class (or only
-    ``class_index``). ``"classwise"``: one group per class (or only
-    ``class_index``), its probability against ``y == class``. Values are
-    not checked.
-    """
-    w = inp.sample_weight
-    if kind == "classwise":
-        classes = range(inp.n_classes) if class_index is None else [class_index]
-        out = []
-        for c in classes:
-            col = (
-                binary_column(inp.proba, c) if inp.proba.ndim == 1 else inp.proba[:, c]
-            )
-            out.append((np.ascontiguousarray(col), inp.y == c, w))
-        return out
-    pred, conf = top1(inp.proba, check_values=False)
-    correct = pred == inp.y
-    if kind == "confidence":
-        return [(conf, correct, w)]
-    groups = range(inp.n_classes) if class_index is None else [class_index]
-    out = []
-    for g in groups:
-        rows = np.flatnonzero(pred == g)
-        out.append((conf[rows], correct[rows], None if w is None else w[rows]))
-    return out
-
-
-def _uniform_bins(edges_list):
-    """The number of bins when every group has the same uniform edges, else None."""
-    first = edges_list[0]
-    m = first.size - 1
-    uniform = np.array_equal(first, np.linspace(0.0, 1.0, m + 1))
-    if uniform and all(e is first or np.array_equal(e, first) for e in edges_list):
-        return m
-    return None
-
-
-def chunk_totals(inp, kind, edges_list, class_index=None, check=True):
-    """Per-cell statistics ``(5, n_groups, max_bins)`` of one chunk.
-
-    Parameters
-    ----------
-    inp : MetricInputs
-    kind : {"confidence", "top_label", "classwise"}
-    edges_list : list of ndarray
-        The edges of each group (see :func:`grouped_scores`). Uniform edges
-        shared by every group run the code of the metric functions
-        (:func:`~skcalib.metrics._curve.statistics`).
-    class_index : int or None
-    check : bool
-        Check the probability values (fused with the binning pass for
-        uniform edges).
-    """
-    m = _uniform_bins(edges_list)
-    if m is not None:
-        totals, _ = statistics(
-            inp, kind, m, "uniform", class_index=class_index, check_values=check
-        )
-        return totals
-    if check:
-        check_values(inp)
-    groups = grouped_scores(inp, kind, class_index)
-    m = max(e.size - 1 for e in edges_list)
-    totals = np.zeros((5, len(groups), m))
-    for g, ((scores, target, weight), edges) in enumerate(
-        zip(groups, edges_list, strict=True)
-    ):
-        _accumulate(totals[:, g], assign_bins(scores, edges), weight, scores, target)
-    return totals
-
-
-def loss_sums(inp):
-    """``[sum w, sum w * NLL, sum w * Brier]`` of one chunk, in float64.
-
-    The NLL of a sample is :func:`~skcalib.metrics._proper.sample_nll` (the
-    rule of :func:`negative_log_likelihood`); the Brier term is
-    ``(p - y)**2`` of the positive class for two classes and
-    ``sum_k (p_k - [y = k])**2`` otherwise (see :func:`brier_score`). The
-    weights are those of ``inp`` (divided by ``inp.weight_scale``).
-    """
-    p, y, w = inp.proba, inp.y, inp.sample_weight
-    nll = sample_nll(y, p)
-    if inp.n_classes == 2:
-        pos = p if p.ndim == 1 else p[:, 1]
-        sq = np.square(pos.astype(np.float64) - y)
-        brier = float(sq.sum() if w is None else sq @ w)
-    else:
-        brier = float(multiclass_brier_sum(y, p, w))
-    return np.array(
-        [
-            float(y.size if w is None else w.sum()),
-            float(nll.sum() if w is None else nll @ w),
-            brier,
-        ]
-    )
-
-
-def rescale_stats(stats, ratio):
-    """Multiply per-cell statistics ``(5, ...)`` by a weight ratio, in place.
-
-    The weight, confidence and accuracy sums scale with the weights, the sum
-    of squared weights with their square, the count not at all.
-    """
-    if ratio != 1.0:
-        stats[[W, CONF, ACC]] *= ratio
-        stats[W2] *= ratio * ratio
-    return stats
-
-
-def merged_scale(scale, other):
-    """The common scale of two weighted sums and the ratio of each to it.
-
-    A scale of 0 (no data, or only weights of 0) takes the other's.
-    """
-    new = max(scale, other)
-    if new == 0.0:
-        return 0.0, 1.0, 1.0
-    return new, scale / new, other / new
-
-
-def brier_from_sums(sums, n_classes, scale_by_half):
-    """The Brier score of :func:`loss_sums` totals (as :func:`brier_score`)."""
-    value = sums[_LOSS_BRIER] / sums[_LOSS_W]
-    if n_classes == 2:
-        return float(value if scale_by_half in ("auto", True) else 2.0 * value)
-    return float(value / 2.0 if scale_by_half is True else value)
-
-
-def nll_from_sums(sums):
-    """The negative log-likelihood of :func:`loss_sums` totals."""
-    return float(sums[_LOSS_NLL] / sums[_LOSS_W])
-
-
-def check_totals(n_samples, total_weight):
-    """The errors the metric functions raise for empty or weightless data."""
-    if n_samples == 0:
-        raise ValueError("y_true is empty; at least one sample is needed.")
-    if not total_weight > 0:
-        raise ValueError("sample_weight sums to 0; the metric is undefined.")
 
 
 def check_edges(edges, n_bins):
@@ -362,6 +209,7 @@ class CalibrationAccumulator:
         self._scale = 0.0
 
     # -------------------------------------------------------------- feeding
+    @accepts_dask
     def update(self, y_true, y_proba, sample_weight=None):
         """Add the statistics of a chunk of predictions.
 
@@ -382,9 +230,7 @@ class CalibrationAccumulator:
             Unchanged if the chunk is invalid (the error names the bad row
             of the chunk).
         """
-        if any(is_dask_collection(a) for a in (y_true, y_proba, sample_weight)):
-            from skcalib._backends.dask import accumulate
-
+        if input_kind(y_true, y_proba, sample_weight) == "dask":
             return self.merge(accumulate(self, y_true, y_proba, sample_weight))
         inp, classes = check_chunk(
             y_true,
@@ -480,7 +326,7 @@ class CalibrationAccumulator:
         self._losses += losses * theirs
         self.n_samples_ += int(n_samples)
         with np.errstate(over="ignore"):
-            self.total_weight_ = float(self._losses[_LOSS_W] * self._scale)
+            self.total_weight_ = float(self._losses[LOSS_W] * self._scale)
 
     # -------------------------------------------------------------- reading
     def _totals(self, kind):
@@ -587,7 +433,7 @@ class CalibrationAccumulator:
             ``strategy`` is ``"uniform"``, or ``"fixed"`` for given edges.
         """
         check_totals(self.n_samples_, self.total_weight_)
-        class_index = _resolve_class_index(kind, class_index, self.classes_.size)
+        class_index = resolve_class_index(kind, class_index, self.classes_.size)
         if class_index is None:
             totals = self._totals("confidence")[:, 0]
         else:

@@ -1,11 +1,9 @@
 """Binned calibration errors: ECE (confidence, top-label, classwise), MCE and
 the debiased L2 error.
 
-All of them reduce the per-cell statistics of :mod:`skcalib.metrics._curve`
-(one binning pass).
+All of them reduce the per-cell statistics of :mod:`skcalib._core.totals`
+(one binning pass, of in-memory arrays or of Dask blocks).
 """
-
-import numpy as np
 
 from skcalib._core.compat import StrOptions, validate_params
 from skcalib._core.inputs import (
@@ -14,18 +12,14 @@ from skcalib._core.inputs import (
     COMMON_CONSTRAINTS,
     KINDS,
     NORMS,
-    check_metric_inputs,
-    check_n_bins,
-    is_dask_collection,
-    reject_discrete_dask,
+    accepts_dask,
+    input_kind,
 )
-from skcalib.metrics._curve import (
-    ACC,
-    CONF,
-    W2,
-    W,
-    statistics,
+from skcalib._core.totals import (
+    check_norm,
+    reduce_totals,
 )
+from skcalib.metrics._dispatch import binned_totals
 
 __all__ = [
     "classwise_calibration_error",
@@ -40,53 +34,6 @@ ECE_CONSTRAINTS = {
     "norm": [StrOptions(set(NORMS))],
     "debias": ["boolean"],
 }
-
-
-def reduce_totals(totals, kind, norm, debias, average="mean"):
-    """Calibration error from per-cell statistics ``(..., 5, G, M)``.
-
-    Vectorised over leading axes (bootstrap resamples). ``average``: how
-    ``kind="classwise"`` combines the classes' errors, their mean or their
-    root mean square (for ``norm="l2"``: the root of the mean of the
-    classes' squared errors, debiased or not, with its sign).
-    """
-    w = totals[..., W, :, :]
-    filled = w > 0
-    safe_w = np.where(filled, w, 1.0)
-    acc = totals[..., ACC, :, :] / safe_w
-    gap = np.where(filled, acc - totals[..., CONF, :, :] / safe_w, 0.0)
-    axes = (-1,) if kind == "classwise" else (-2, -1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        share = w / w.sum(axis=axes, keepdims=True)
-    if norm == "l1":
-        err = (share * np.abs(gap)).sum(axis=axes)
-    elif norm == "max":
-        err = np.abs(gap).max(axis=axes)
-    else:
-        sq = gap * gap
-        if debias:
-            w2 = totals[..., W2, :, :]
-            n_eff = np.where(filled, w * w / np.where(w2 > 0, w2, 1.0), 0.0)
-            enough = n_eff >= 2
-            var = acc * (1 - acc) / np.where(enough, n_eff - 1, 1.0)
-            sq = np.where(enough, sq - var, 0.0)
-        d = (share * sq).sum(axis=axes)
-        if kind == "classwise" and average == "rms":
-            d = d.mean(axis=-1)
-        err = np.sign(d) * np.sqrt(np.abs(d))
-        if kind == "classwise" and average == "rms":
-            return err
-    if kind == "classwise":
-        err = err.mean(axis=-1) if average == "mean" else np.sqrt((err**2).mean(-1))
-    return err
-
-
-def check_norm(norm, debias):
-    if debias and norm != "l2":
-        raise ValueError(
-            f"debias=True is defined for norm='l2' only (the debiased squared "
-            f"error), got norm={norm!r}."
-        )
 
 
 def _calibration_error(
@@ -108,34 +55,24 @@ def _calibration_error(
             f"average={average!r} combines the classes of kind='classwise'; "
             f"kind={kind!r} has no per-class errors to average."
         )
-    if any(is_dask_collection(a) for a in (y_true, y_proba, sample_weight)):
-        reject_discrete_dask(strategy)
-        if average != "mean":
-            raise TypeError(
-                f"average={average!r} needs in-memory arrays; call .compute() "
-                "first (Dask collections: average='mean')."
-            )
-        from skcalib._backends.dask import calibration_error
-
-        return calibration_error(
-            y_true,
-            y_proba,
-            n_bins=n_bins,
-            strategy=strategy,
-            kind=kind,
-            norm=norm,
-            debias=debias,
-            sample_weight=sample_weight,
-            labels=labels,
+    if average != "mean" and input_kind(y_true, y_proba, sample_weight) == "dask":
+        raise TypeError(
+            f"average={average!r} needs in-memory arrays; call .compute() "
+            "first (Dask collections: average='mean')."
         )
-    inp = check_metric_inputs(
-        y_true, y_proba, sample_weight=sample_weight, labels=labels, check_values=False
+    bt = binned_totals(
+        y_true,
+        y_proba,
+        n_bins=n_bins,
+        strategy=strategy,
+        kind=kind,
+        sample_weight=sample_weight,
+        labels=labels,
     )
-    n_bins = check_n_bins(n_bins, inp.n_samples)
-    totals, _ = statistics(inp, kind, n_bins, strategy)
-    return float(reduce_totals(totals, kind, norm, debias, average))
+    return float(reduce_totals(bt.totals, kind, norm, debias, average))
 
 
+@accepts_dask
 @validate_params(
     {**ECE_CONSTRAINTS, "average": [StrOptions(set(AVERAGES))]},
     prefer_skip_nested_validation=True,
@@ -298,6 +235,7 @@ def expected_calibration_error(
     )
 
 
+@accepts_dask
 @validate_params(
     {k: v for k, v in ECE_CONSTRAINTS.items() if k not in ("norm", "debias")},
     prefer_skip_nested_validation=True,
@@ -375,6 +313,7 @@ def maximum_calibration_error(
     )
 
 
+@accepts_dask
 @validate_params(
     {
         **{k: v for k, v in ECE_CONSTRAINTS.items() if k != "kind"},

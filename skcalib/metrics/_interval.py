@@ -25,12 +25,8 @@ from skcalib._core.inputs import (
     check_n_bins,
     check_proba_values,
 )
-from skcalib.metrics._calibration_error import (
-    ECE_CONSTRAINTS,
-    check_norm,
-    reduce_totals,
-)
-from skcalib.metrics._curve import (
+from skcalib._core.top1 import top1
+from skcalib._core.totals import (
     ACC,
     CONF,
     COUNT,
@@ -38,8 +34,10 @@ from skcalib.metrics._curve import (
     W,
     cell_assignment,
     cell_totals,
-    top1,
+    check_norm,
+    reduce_totals,
 )
+from skcalib.metrics._calibration_error import ECE_CONSTRAINTS
 
 __all__ = ["CalibrationErrorInterval", "calibration_error_interval"]
 
@@ -99,6 +97,17 @@ class CalibrationErrorInterval:
     See Also
     --------
     calibration_error_interval : Computes it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib.metrics import calibration_error_interval
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=500)
+    >>> y = (rng.uniform(size=500) < p).astype(int)  # calibrated by design
+    >>> ci = calibration_error_interval(y, p, n_bins=5, random_state=0)
+    >>> bool(ci.low <= ci.estimate <= ci.high), ci.confidence_level
+    (True, 0.95)
     """
 
     estimate: float

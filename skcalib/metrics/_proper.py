@@ -12,11 +12,18 @@ from sklearn.model_selection import StratifiedKFold
 from skcalib._core.compat import Interval, StrOptions, validate_params
 from skcalib._core.inputs import (
     COMMON_CONSTRAINTS,
+    accepts_dask,
     check_metric_inputs,
-    is_dask_collection,
+)
+from skcalib._core.losses import (
+    brier_from_sums,
+    loss_sums,
+    nll_from_sums,
 )
 from skcalib._core.scores import softmax, to_log_proba
 from skcalib._core.solvers.temperature import fit_temperature
+from skcalib.calibration._isotonic import IsotonicCalibrator
+from skcalib.metrics._dispatch import loss_totals
 
 __all__ = [
     "CalibrationRefinement",
@@ -25,62 +32,19 @@ __all__ = [
     "negative_log_likelihood",
 ]
 
-#: Rows per block of the multiclass Brier score (float64 work arrays).
-_BRIER_BLOCK = 1 << 16
 #: Temperatures searched by the decomposition.
 _T_BOUNDS = (1e-4, 1e4)
-#: Floor of the true-class probability in the negative log-likelihood, for
-#: every dtype of ``y_proba``: the machine epsilon of float64 (a zero
-#: probability costs ``-log(NLL_FLOOR)`` = 36.04). scikit-learn's ``log_loss``
-#: uses the same floor for float64 input (and that of float32 for float32).
-NLL_FLOOR = float(np.finfo(np.float64).eps)
 
 
 def _brier(inp, scale_by_half="auto"):
-    w = inp.sample_weight
-    total_weight = inp.y.size if w is None else w.sum()
-    if inp.n_classes == 2:
-        pos = inp.proba if inp.proba.ndim == 1 else inp.proba[:, 1]
-        sq = np.square(pos.astype(np.float64) - inp.y)
-        value = float((sq.sum() if w is None else sq @ w) / total_weight)
-        return value if scale_by_half in ("auto", True) else 2.0 * value
-    value = multiclass_brier_sum(inp.y, inp.proba, w) / total_weight
-    return value / 2.0 if scale_by_half is True else float(value)
-
-
-def multiclass_brier_sum(y, proba, w):
-    """``sum_i w_i sum_k (p_ik - [y_i = k])**2`` in float64, by blocks of rows."""
-    total = 0.0
-    for start in range(0, y.size, _BRIER_BLOCK):
-        diff = proba[start : start + _BRIER_BLOCK].astype(np.float64)
-        diff[np.arange(diff.shape[0]), y[start : start + _BRIER_BLOCK]] -= 1.0
-        rows = np.einsum("ij,ij->i", diff, diff)
-        total += rows.sum() if w is None else rows @ w[start : start + _BRIER_BLOCK]
-    return total
-
-
-def sample_nll(y, proba):
-    """``-log(max(p_true, NLL_FLOOR))`` of each sample, in float64.
-
-    ``p_true`` is the probability of the true class (column ``y``; 1-D binary
-    ``proba``: ``p`` for ``y == 1``, ``1 - p`` for ``y == 0``), converted to
-    float64 before anything else, so that the rule is the same for every
-    dtype.
-    """
-    if proba.ndim == 1:
-        p = proba.astype(np.float64)
-        p_true = np.where(y == 1, p, 1.0 - p)
-    else:
-        p_true = proba[np.arange(y.size), y].astype(np.float64)
-    return -np.log(np.maximum(p_true, NLL_FLOOR))
+    return brier_from_sums(loss_sums(inp, nll=False), inp.n_classes, scale_by_half)
 
 
 def _nll(inp):
-    nll = sample_nll(inp.y, inp.proba)
-    w = inp.sample_weight
-    return float(nll.mean() if w is None else (nll @ w) / w.sum())
+    return nll_from_sums(loss_sums(inp, brier=False))
 
 
+@accepts_dask
 @validate_params(
     {**COMMON_CONSTRAINTS, "scale_by_half": ["boolean", StrOptions({"auto"})]},
     prefer_skip_nested_validation=True,
@@ -151,23 +115,13 @@ def brier_score(
     ...             [[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.2, 0.2, 0.6]])
     0.146
     """
-    if any(is_dask_collection(a) for a in (y_true, y_proba, sample_weight)):
-        from skcalib._backends.dask import proper_score
-
-        return proper_score(
-            y_true,
-            y_proba,
-            loss="brier",
-            sample_weight=sample_weight,
-            labels=labels,
-            scale_by_half=scale_by_half,
-        )
-    inp = check_metric_inputs(
-        y_true, y_proba, sample_weight=sample_weight, labels=labels
+    sums, n_classes = loss_totals(
+        y_true, y_proba, loss="brier", sample_weight=sample_weight, labels=labels
     )
-    return _brier(inp, scale_by_half)
+    return brier_from_sums(sums, n_classes, scale_by_half)
 
 
+@accepts_dask
 @validate_params(COMMON_CONSTRAINTS, prefer_skip_nested_validation=True)
 def negative_log_likelihood(y_true, y_proba, *, sample_weight=None, labels=None):
     """Negative log-likelihood (log loss, cross-entropy) of the true labels.
@@ -225,16 +179,10 @@ def negative_log_likelihood(y_true, y_proba, *, sample_weight=None, labels=None)
     ...                         labels=["ham", "spam"])
     0.21616
     """
-    if any(is_dask_collection(a) for a in (y_true, y_proba, sample_weight)):
-        from skcalib._backends.dask import proper_score
-
-        return proper_score(
-            y_true, y_proba, loss="log_loss", sample_weight=sample_weight, labels=labels
-        )
-    inp = check_metric_inputs(
-        y_true, y_proba, sample_weight=sample_weight, labels=labels
+    sums, _ = loss_totals(
+        y_true, y_proba, loss="log_loss", sample_weight=sample_weight, labels=labels
     )
-    return _nll(inp)
+    return nll_from_sums(sums)
 
 
 @dataclass(frozen=True)
@@ -264,6 +212,17 @@ class CalibrationRefinement:
     See Also
     --------
     calibration_refinement_decomposition : Computes it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib.metrics import calibration_refinement_decomposition
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=500)
+    >>> y = (rng.uniform(size=500) < p).astype(int)
+    >>> d = calibration_refinement_decomposition(y, p)
+    >>> bool(abs(d.calibration + d.refinement - d.loss) < 1e-12), d.recalibration
+    (True, 'temperature')
     """
 
     loss: float
@@ -338,8 +297,6 @@ def _isotonic_fit_apply(pos_fit, y_fit, w_fit, pos_apply):
     """PAV fitted on some samples, read (interpolated, clipped to the ends
     and to ``[1e-12, 1 - 1e-12]``) at others: the map of
     ``IsotonicCalibrator(method="pav")`` on probabilities."""
-    from skcalib.calibration._isotonic import IsotonicCalibrator
-
     cal = IsotonicCalibrator(method="pav", score_type="probability")
     cal.fit(pos_fit, y_fit, sample_weight=w_fit)
     return cal.predict_proba(pos_apply)[:, 1]

@@ -289,7 +289,7 @@ def get_scorer(scoring):
 
 
 def get_scorer_names():
-    """Names accepted by :func:`get_scorer` (skcalib's and scikit-learn's).
+    """Return the names accepted by :func:`get_scorer` (skcalib's and scikit-learn's).
 
     Returns
     -------

@@ -12,9 +12,9 @@ import sys
 import numpy as np
 import pytest
 
-from skcalib._core.binning import (
+from skcalib._core.binning import bin_edges
+from skcalib._core.quantile_search import (
     QuantileEdgeSearch,
-    bin_edges,
     inverted_cdf_ranks,
     sortable_keys,
 )

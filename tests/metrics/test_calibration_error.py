@@ -140,10 +140,41 @@ def test_hand_computed_top_label_differs_from_confidence():
     )
 
 
-def test_kinds_differ_where_they_must():
+def _hand_ece(conf, hit, n_bins=15):
+    """sum_B |B|/n |mean(hit) - mean(conf)| over right-closed uniform bins,
+    and the per-bin sample counts (a loop over the bins)."""
+    edges = np.linspace(0, 1, n_bins + 1)
+    total, counts = 0.0, []
+    for j in range(n_bins):
+        lo, hi = edges[j], edges[j + 1]
+        inside = (conf > lo) & (conf <= hi) if j else (conf >= lo) & (conf <= hi)
+        counts.append(int(inside.sum()))
+        if inside.any():
+            total += inside.sum() * abs(hit[inside].mean() - conf[inside].mean())
+    return total / conf.size, counts
+
+
+def test_kinds_against_a_hand_computation():
     y, p = _data(n=600, seed=7)
-    values = {k: expected_calibration_error(y, p, kind=k) for k in KINDS}
-    assert len(set(values.values())) == 3
+    n, k = p.shape
+    pred, conf = p.argmax(axis=1), p.max(axis=1)
+    confidence, _ = _hand_ece(conf, pred == y)
+    # Top-label: the cells of each predicted class, weighted by their size.
+    top_label = sum(
+        _hand_ece(conf[pred == c], (pred == y)[pred == c])[0] * (pred == c).mean()
+        for c in range(k)
+    )
+    # Classwise: the mean over classes of the one-vs-rest errors.
+    classwise = np.mean([_hand_ece(p[:, c], y == c)[0] for c in range(k)])
+    want = {"confidence": confidence, "top_label": top_label, "classwise": classwise}
+    for kind in KINDS:
+        got = expected_calibration_error(y, p, kind=kind)
+        assert got == pytest.approx(want[kind], rel=1e-12, abs=1e-15)
+    # The three are different numbers on these data (the kinds are not aliases).
+    assert len({round(v, 12) for v in want.values()}) == 3
+    # The curve's counts are those of the loop.
+    curve = reliability_curve(y, p)
+    np.testing.assert_array_equal(curve.n_samples, _hand_ece(conf, pred == y)[1])
 
 
 def test_values_on_bin_edges_land_in_lower_bin():

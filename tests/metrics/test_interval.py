@@ -4,13 +4,17 @@ import numpy as np
 import pytest
 
 from skcalib._core.inputs import check_metric_inputs
+from skcalib._core.totals import (
+    cell_assignment,
+    cell_totals,
+    reduce_totals,
+    statistics,
+)
 from skcalib.metrics import (
     CalibrationErrorInterval,
     calibration_error_interval,
     expected_calibration_error,
 )
-from skcalib.metrics._calibration_error import reduce_totals
-from skcalib.metrics._curve import cell_assignment
 from skcalib.metrics._interval import bootstrap_totals, group_bootstrap_totals
 
 
@@ -87,6 +91,22 @@ def test_group_bootstrap_has_the_row_bootstrap_moments(kind):
     var_conf = n * (q_c / n - (s_c / n) ** 2)
     np.testing.assert_allclose(flat[:, 1].var(0), var_conf, rtol=0.05, atol=1e-9)
     np.testing.assert_array_equal(flat[:, 0], flat[:, 3])  # unweighted: W2 = W
+    # The means: E[count] = n_c, E[correct] = a_c, E[conf sum] = s_c.
+    for q, want in ((0, n_c), (2, a_c), (1, s_c)):
+        sd = np.sqrt(flat[:, q].var(0) / boot.shape[0]) + 1e-12
+        np.testing.assert_array_less(np.abs(flat[:, q].mean(0) - want), 5 * sd)
+    # And the row bootstrap itself (the draws it replaces) has the same means
+    # and variances of the count, correct and confidence sums of every cell.
+    rows = bootstrap_totals(inp, cells, 20_000, np.random.RandomState(1))
+    rows = rows.reshape(rows.shape[0], 5, -1)
+    for q in (0, 1, 2):
+        sd = np.sqrt(flat[:, q].var(0) / boot.shape[0] + rows[:, q].var(0) / 20_000)
+        np.testing.assert_array_less(
+            np.abs(flat[:, q].mean(0) - rows[:, q].mean(0)), 5 * sd + 1e-12
+        )
+        np.testing.assert_allclose(
+            flat[:, q].var(0), rows[:, q].var(0), rtol=0.06, atol=1e-9
+        )
 
 
 def test_interval_fields_and_determinism():
@@ -217,3 +237,21 @@ def test_coverage_of_the_deprecated_plugin_percentile_interval():
         )
     assert abs(over - 0.95) <= 0.08, over
     assert calibrated == 0.0
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+def test_top_label_cells_are_the_rows_in_order(strategy):
+    # Every sample is one entry (no row index), so that unweighted top-label
+    # intervals draw the (cell, outcome) counts; the cells give the totals
+    # of the metric.
+    y, p = _data(n=500, seed=3)
+    inp = check_metric_inputs(y, p)
+    cells = cell_assignment(inp, "top_label", 6, strategy)
+    assert cells.rows is None
+    np.testing.assert_array_equal(cells.value, p.max(axis=1))
+    totals, _ = cell_totals(inp, cells)
+    want, _ = statistics(inp, "top_label", 6, strategy)
+    np.testing.assert_array_equal(totals, want)
+    assert float(reduce_totals(totals, "top_label", "l1", False)) == (
+        expected_calibration_error(y, p, n_bins=6, strategy=strategy, kind="top_label")
+    )

@@ -110,14 +110,30 @@ def test_binary_curve_matches_sklearn_calibration_curve(relpath):
         c = reliability_curve(y, pos, n_bins=n_bins, kind="classwise")
         np.testing.assert_allclose(c.accuracy[c.nonempty], prob_true, rtol=1e-12)
         np.testing.assert_allclose(c.mean_confidence[c.nonempty], prob_pred, rtol=1e-12)
-        # float32 input: the same except for values on an edge, which we
-        # compare in float32 (lower bin) and sklearn in float64.
-        c32 = reliability_curve(y, p[:, 1], n_bins=n_bins, kind="classwise")
+        # float32 input (as stored): edges are compared in float32, so a
+        # forest's k/n probability on a float32 edge lands in the lower bin.
+        p32 = p[:, 1]
+        assert p32.dtype == np.float32
+        c32 = reliability_curve(y, p32, n_bins=n_bins, kind="classwise")
         edges32 = np.linspace(0, 1, n_bins + 1).astype(np.float32)
-        on_edge = np.isin(p[:, 1], edges32[1:-1])
-        if not on_edge.any():
-            np.testing.assert_array_equal(c32.n_samples, c.n_samples)
-        assert c32.n_samples.sum() == c.n_samples.sum() == y.size
+        ids = np.searchsorted(edges32[1:-1], p32, side="left")
+        counts = np.bincount(ids, minlength=n_bins)
+        np.testing.assert_array_equal(c32.n_samples, counts)
+        filled = counts > 0
+        hits = np.bincount(ids, weights=y, minlength=n_bins)
+        np.testing.assert_allclose(
+            c32.accuracy[filled], hits[filled] / counts[filled], rtol=1e-12
+        )
+        # Off the edges, float32 and sklearn's float64 binning agree.
+        off = ~np.isin(p32, edges32[1:-1])
+        prob_true, prob_pred = calibration_curve(
+            y[off], p32[off].astype(np.float64), n_bins=n_bins
+        )
+        c_off = reliability_curve(y[off], p32[off], n_bins=n_bins, kind="classwise")
+        np.testing.assert_allclose(c_off.accuracy[c_off.nonempty], prob_true)
+        np.testing.assert_allclose(
+            c_off.mean_confidence[c_off.nonempty], prob_pred, rtol=1e-6
+        )
 
 
 def test_forest_probabilities_sit_on_edges():

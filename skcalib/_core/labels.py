@@ -1,0 +1,118 @@
+"""Label encoding: the sorted distinct labels of ``y`` and the index of each.
+
+The one implementation used by the metrics (:mod:`skcalib._core.inputs`),
+the calibrators (:mod:`skcalib._base`) and chunked fitting
+(:mod:`skcalib._backends.chunks`). Integer labels of a small range go
+through a lookup table (O(n), no sort); everything else through
+:func:`numpy.unique` and a binary search. The results are those of
+``np.unique(y, return_inverse=True)``.
+"""
+
+import numpy as np
+
+from skcalib._core.accel import value_range
+
+__all__ = []  # private module
+
+#: Integer labels whose range is below this (or below 4 x n_samples) are
+#: encoded with a lookup table (O(n)) instead of a sort.
+TABLE_SPAN = 1 << 20
+
+
+def int_span(y):
+    """``(min, max)`` of integer labels when a lookup table is cheap, else None."""
+    if y.dtype.kind not in "iu" or not y.size:
+        return None
+    lo, hi, _ = value_range(y)
+    lo, hi = int(lo), int(hi)  # no wrap-around of small integer types
+    if hi > np.iinfo(np.intp).max or hi - lo >= max(TABLE_SPAN, 4 * y.size):
+        return None
+    return lo, hi
+
+
+def _shifted(y, lo):
+    """``y - lo`` as ``intp`` (no copy when ``lo == 0`` and ``y`` is ``intp``)."""
+    y = y.astype(np.intp, copy=False)
+    return y - lo if lo else y
+
+
+def present_labels(y):
+    """Sorted distinct labels of ``y`` (O(n) for small integer ranges).
+
+    Raises ``ValueError`` when the labels cannot be sorted (a mix of str and
+    int in an object array).
+    """
+    span = int_span(y)
+    if span is not None:
+        lo, hi = span
+        if hi - lo == 1:  # two consecutive labels: the extremes, both present
+            return np.array([lo, hi], dtype=y.dtype)
+        present = np.flatnonzero(np.bincount(_shifted(y, lo)))
+        return (present + lo).astype(y.dtype)
+    try:
+        return np.unique(y)
+    except TypeError as exc:  # e.g. a mix of str and int in an object array
+        raise ValueError(
+            f"y_true mixes label types that cannot be sorted: {exc}"
+        ) from exc
+
+
+def lookup(y, classes):
+    """``(codes, known)``: the index of each ``y`` in ``classes`` (unique, any
+    order) and whether it is there (``codes`` is arbitrary where not)."""
+    if y.dtype.kind == "b":
+        y = y.astype(np.intp)
+    if classes.dtype.kind == "b":
+        classes = classes.astype(np.intp)
+    span = int_span(y)
+    if span is not None and classes.dtype.kind in "biu":
+        lo, hi = span
+        k = classes.size
+        if lo == 0 and hi < k and np.array_equal(classes, np.arange(k)):
+            return y.astype(np.intp, copy=False), np.ones(y.size, dtype=bool)
+        table = np.full(hi - lo + 1, -1, dtype=np.intp)
+        inside = (classes >= lo) & (classes <= hi)
+        table[classes[inside].astype(np.int64) - lo] = np.flatnonzero(inside)
+        codes = table[_shifted(y, lo)]
+        return codes, codes >= 0
+    sorter = np.argsort(classes, kind="stable")
+    ordered = classes[sorter]
+    try:
+        pos = np.searchsorted(ordered, y)
+        pos = np.minimum(pos, ordered.size - 1)
+        known = ordered[pos] == y
+    except (TypeError, np.exceptions.DTypePromotionError):
+        pos = np.zeros(y.size, dtype=np.intp)
+        known = np.zeros(y.size, dtype=bool)
+    return sorter[pos], np.asarray(known, dtype=bool)
+
+
+def encode(y, classes):
+    """Index of each ``y`` in ``classes`` (unique, any order); ``ValueError``
+    naming the labels that are not in ``classes``."""
+    codes, known = lookup(y, classes)
+    if not known.all():
+        unknown = present_labels(y[~known])
+        raise ValueError(
+            f"y_true contains label(s) {unknown[:10].tolist()} that are not in "
+            f"labels={classes.tolist()}."
+        )
+    return codes
+
+
+def unique_inverse(y):
+    """``np.unique(y, return_inverse=True)`` of 1-D ``y``, in O(n) for small
+    integer ranges.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib._core.labels import unique_inverse
+    >>> classes, codes = unique_inverse(np.array([7, 3, 7, 5]))
+    >>> classes.tolist(), codes.tolist()
+    ([3, 5, 7], [2, 0, 2, 1])
+    """
+    if int_span(y) is None:
+        return np.unique(y, return_inverse=True)
+    classes = present_labels(y)
+    return classes, lookup(y, classes)[0]

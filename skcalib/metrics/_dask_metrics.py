@@ -1,0 +1,182 @@
+"""The totals of the metrics of Dask inputs: per-block statistics, summed.
+
+Every block runs the chunk functions of :mod:`skcalib._core.totals` and
+:mod:`skcalib._core.losses` (the same code as for in-memory arrays) and
+returns small per-cell sums; :func:`skcalib._backends.dask.map_reduce_totals`
+adds them up. The metric functions reduce the totals as they reduce those of
+in-memory arrays (:mod:`skcalib.metrics._dispatch`).
+
+Passes over the data (each one ``dask.compute``):
+
+* without ``labels``, one pass over ``y_true`` collects its distinct labels
+  (the metric functions resolve the classes from them);
+* with weights, one pass for their largest value;
+* uniform bins: one pass for the statistics (and the value checks);
+* quantile bins: 2 (float32) or 4 (float64) passes of an exact radix
+  selection of the quantile edges
+  (:class:`~skcalib._core.quantile_search.QuantileEdgeSearch`), then the
+  statistics.
+"""
+
+import copy
+from functools import partial
+
+import numpy as np
+
+from skcalib._backends.dask import (
+    as_blocks,
+    block_inputs,
+    map_reduce,
+    map_reduce_totals,
+    resolve_classes,
+    weight_scale,
+)
+from skcalib._core.binning import bin_edges
+from skcalib._core.inputs import check_chunk, check_n_bins, resolve_class_index
+from skcalib._core.losses import loss_sums
+from skcalib._core.quantile_search import QuantileEdgeSearch
+from skcalib._core.totals import check_values, chunk_totals, iter_groups
+
+__all__ = []  # private module
+
+
+# ----------------------------------------------------------------- kernels
+def _sizes(inp):
+    w = inp.sample_weight
+    return np.array([inp.n_samples, inp.n_samples if w is None else w.sum()], float)
+
+
+def _totals_kernel(y, proba, weight=None, *, classes, kind, edges, class_index, scale):
+    inp, _ = check_chunk(y, proba, weight, classes=classes, weight_scale=scale)
+    if inp is None:
+        return None
+    return chunk_totals(inp, kind, edges, class_index=class_index), _sizes(inp)
+
+
+def _loss_kernel(y, proba, weight=None, *, classes, scale):
+    inp, _ = check_chunk(y, proba, weight, classes=classes, weight_scale=scale)
+    if inp is None:
+        return None
+    check_values(inp)
+    return loss_sums(inp), _sizes(inp)
+
+
+def _search_kernel(y, proba, weight=None, *, classes, kind, class_index, search, scale):
+    inp, _ = check_chunk(y, proba, weight, classes=classes, weight_scale=scale)
+    if inp is None:
+        return None
+    if search.level == 0:
+        check_values(inp)
+    groups = iter_groups(inp, kind, class_index)
+    counts = search.digit_counts([(s, w) for _, s, _, w in groups])
+    return counts, _sizes(inp)
+
+
+def _search_combine(parts):
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    return QuantileEdgeSearch.merge([p[0] for p in parts]), sum(p[1] for p in parts)
+
+
+def _accumulator_kernel(y, proba, weight=None, *, make, classes):
+    return make(labels=classes).update(y, proba, weight)
+
+
+def _merge_accumulators(parts):
+    total = copy.deepcopy(parts[0])  # never change a task's result in place
+    for p in parts[1:]:
+        total.merge(p)
+    return total
+
+
+# ------------------------------------------------------------------ passes
+def _n_groups(kind, class_index, n_classes):
+    return 1 if kind == "confidence" or class_index is not None else n_classes
+
+
+def _quantile_edges(blocks, classes, kind, n_bins, class_index, scale):
+    """The exact quantile edges of each group, a radix digit per pass."""
+    n_groups = _n_groups(kind, class_index, classes.size)
+    search = QuantileEdgeSearch(
+        n_groups, n_bins, blocks.score_dtype, weighted=blocks.weight is not None
+    )
+    while not search.done:
+        kernel = partial(
+            _search_kernel,
+            classes=classes,
+            kind=kind,
+            class_index=class_index,
+            search=search,
+            scale=scale,
+        )
+        search.advance(map_reduce_totals(blocks, kernel, _search_combine))
+    return search.edges()
+
+
+def _totals(blocks, classes, kind, n_bins, strategy, class_index=None, scale=None):
+    """Per-cell statistics of the whole data and the edges of each group
+    (weights divided by ``scale``)."""
+    if strategy == "uniform":
+        n_groups = _n_groups(kind, class_index, classes.size)
+        edges = [bin_edges(None, n_bins, "uniform")] * n_groups
+    else:
+        edges = _quantile_edges(blocks, classes, kind, n_bins, class_index, scale)
+    kernel = partial(
+        _totals_kernel,
+        classes=classes,
+        kind=kind,
+        edges=edges,
+        class_index=class_index,
+        scale=scale,
+    )
+    return map_reduce_totals(blocks, kernel), edges
+
+
+# ------------------------------------------------------------- the metrics
+def binned_totals(
+    y_true,
+    y_proba,
+    *,
+    n_bins,
+    strategy,
+    kind,
+    sample_weight,
+    labels,
+    class_index=None,
+    curve=False,
+):
+    """Per-cell statistics of Dask inputs, as
+    :func:`skcalib.metrics._dispatch.binned_totals` gives them."""
+    blocks = as_blocks(y_true, y_proba, sample_weight)
+    n_bins = check_n_bins(n_bins, blocks.n_rows)
+    classes = resolve_classes(blocks, labels)
+    if curve:
+        class_index = resolve_class_index(kind, class_index, classes.size)
+        kind = "confidence" if kind == "top_label" and class_index is None else kind
+    scale = weight_scale(blocks)
+    totals, edges = _totals(blocks, classes, kind, n_bins, strategy, class_index, scale)
+    return totals, edges, class_index, 1.0 if scale is None else scale
+
+
+def loss_totals(y_true, y_proba, *, sample_weight, labels):
+    """The :func:`~skcalib._core.losses.loss_sums` of Dask inputs and the
+    number of classes."""
+    blocks = as_blocks(y_true, y_proba, sample_weight)
+    classes = resolve_classes(blocks, labels)
+    kernel = partial(_loss_kernel, classes=classes, scale=weight_scale(blocks))
+    return map_reduce_totals(blocks, kernel), classes.size
+
+
+def accumulate(acc, y_true, y_proba, sample_weight=None):
+    """An accumulator like ``acc`` (same class, edges, ``classwise``)
+    holding the Dask inputs."""
+    blocks = as_blocks(y_true, y_proba, sample_weight)
+    classes = acc.classes_
+    if classes is None:
+        classes = resolve_classes(blocks, acc.labels)
+    make = partial(
+        type(acc), n_bins=acc.n_bins, edges=acc.edges, classwise=acc.classwise
+    )
+    kernel = partial(_accumulator_kernel, make=make, classes=classes)
+    return map_reduce(block_inputs(blocks), kernel, _merge_accumulators, blocks.offsets)

@@ -1,0 +1,84 @@
+"""Metric inputs to totals: the one place that picks the backend.
+
+Every metric is *validate, then totals, then reduce*. The functions here do
+the first two steps for in-memory arrays or, when
+:func:`~skcalib._core.inputs.input_kind` says ``"dask"``, for Dask
+collections (:mod:`skcalib.metrics._dask_metrics`); the metric functions
+then reduce the totals with the same code whatever their source.
+"""
+
+from dataclasses import dataclass
+
+from skcalib._core.inputs import (
+    check_metric_inputs,
+    check_n_bins,
+    input_kind,
+    reject_discrete_dask,
+    resolve_class_index,
+)
+from skcalib._core.losses import loss_sums
+from skcalib._core.totals import statistics
+from skcalib.metrics import _dask_metrics
+
+__all__ = []  # private module
+
+
+@dataclass(frozen=True)
+class BinnedTotals:
+    """Per-cell statistics ``(5, n_groups, n_bins)``, the edges of each group,
+    the resolved ``class_index`` (curves) and the weight scale (the weights
+    of ``totals`` are the user's divided by it)."""
+
+    totals: object
+    edges: list
+    class_index: int | None
+    weight_scale: float
+
+
+def binned_totals(
+    y_true,
+    y_proba,
+    *,
+    n_bins,
+    strategy,
+    kind,
+    sample_weight,
+    labels,
+    class_index=None,
+    curve=False,
+):
+    """:class:`BinnedTotals` of the inputs of a binned metric.
+
+    ``curve``: for :func:`~skcalib.metrics.reliability_curve`, which
+    resolves ``class_index`` and pools ``kind="top_label"`` without one.
+    """
+    args = dict(n_bins=n_bins, strategy=strategy, kind=kind)
+    args.update(sample_weight=sample_weight, labels=labels)
+    args.update(class_index=class_index, curve=curve)
+    if input_kind(y_true, y_proba, sample_weight) == "dask":
+        reject_discrete_dask(strategy)
+        return BinnedTotals(*_dask_metrics.binned_totals(y_true, y_proba, **args))
+    inp = check_metric_inputs(
+        y_true, y_proba, sample_weight=sample_weight, labels=labels, check_values=False
+    )
+    n_bins = check_n_bins(n_bins, inp.n_samples)
+    if curve:
+        class_index = resolve_class_index(kind, class_index, inp.n_classes)
+        kind = "confidence" if kind == "top_label" and class_index is None else kind
+    totals, edges = statistics(inp, kind, n_bins, strategy, class_index=class_index)
+    return BinnedTotals(totals, edges, class_index, inp.weight_scale)
+
+
+def loss_totals(y_true, y_proba, *, loss, sample_weight, labels):
+    """``(loss_sums, n_classes)`` of the inputs of a proper score
+    (``loss``: ``"brier"`` or ``"log_loss"``; see
+    :func:`~skcalib._core.losses.loss_sums`)."""
+    if input_kind(y_true, y_proba, sample_weight) == "dask":
+        return _dask_metrics.loss_totals(
+            y_true, y_proba, sample_weight=sample_weight, labels=labels
+        )
+    inp = check_metric_inputs(
+        y_true, y_proba, sample_weight=sample_weight, labels=labels
+    )
+    sums = loss_sums(inp, nll=loss == "log_loss", brier=loss == "brier")
+    return sums, inp.n_classes
