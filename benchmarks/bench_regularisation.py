@@ -15,8 +15,10 @@
    9 points): seconds and held-out NLL.
 
 Inputs: the stored float32 probabilities as probabilities. Run
-``python -m benchmarks.bench_regularisation [--quick] [--out DIR]`` from
-the repository root (writes ``regularisation.md``).
+``python -m benchmarks.bench_regularisation [--quick] [--paper-grid]
+[--out DIR]`` from the repository root (writes ``regularisation.md``;
+``--paper-grid`` first runs :mod:`benchmarks.bench_cv_grid` with Kull et
+al.'s full grid, writing ``cv_grid.md``).
 """
 
 import argparse
@@ -168,8 +170,17 @@ def main(argv=None):
         default=10,
         help="run unregularised matrix scaling up to this many classes",
     )
+    parser.add_argument(
+        "--paper-grid",
+        action="store_true",
+        help="also run benchmarks.bench_cv_grid with Kull et al.'s full grid",
+    )
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
+    if args.paper_grid:
+        from benchmarks.bench_cv_grid import main as grid_main
+
+        grid_main(["--paper-grid"] + ([] if args.out is None else ["--out", args.out]))
     datasets = discover_datasets()
     if args.quick:
         datasets = [d for d in datasets if d[0] in QUICK_DATASETS]
