@@ -59,6 +59,8 @@ def _command(args):
         parts.append(f"--only {args.only}")
     if args.peers != "all":
         parts.append(f"--peers {args.peers}")
+    if getattr(args, "families", None):
+        parts.append(f"--families {args.families}")
     return " ".join(parts)
 
 

@@ -3,6 +3,7 @@ scikit-learn's IsotonicRegression."""
 
 import numpy as np
 import pytest
+from _data import multiclass_logits
 from sklearn.isotonic import IsotonicRegression
 
 from skcalib import HistogramBinningCalibrator, IsotonicCalibrator
@@ -30,7 +31,9 @@ def test_uniform_binning_equals_slow_reference_with_weights():
     p = rng.beta(2, 2, 700)
     y = (rng.uniform(size=700) < p**2).astype(int)
     w = rng.uniform(0.1, 2, 700)
-    cal = HistogramBinningCalibrator(n_bins=12, smoothing=0).fit(p, y, sample_weight=w)
+    cal = HistogramBinningCalibrator(strategy="uniform", n_bins=12, smoothing=0).fit(
+        p, y, sample_weight=w
+    )
     expected = np.clip(_slow_binning(p, y, 12, w), 1e-12, 1 - 1e-12)
     np.testing.assert_allclose(cal.bin_proba_[0], expected, rtol=1e-12)
     np.testing.assert_allclose(cal.bin_edges_[0], np.linspace(0, 1, 13))
@@ -40,7 +43,9 @@ def test_values_on_edges_go_to_the_lower_bin():
     # float32 random-forest-like probabilities k/10 sit exactly on the edges
     p = np.array([0.1, 0.2, 0.3, 0.3, 0.5, 0.7, 0.9, 1.0], dtype=np.float32)
     y = np.array([0, 0, 1, 1, 0, 1, 1, 1])
-    cal = HistogramBinningCalibrator(n_bins=10, smoothing=0).fit(p, y)
+    cal = HistogramBinningCalibrator(strategy="uniform", n_bins=10, smoothing=0).fit(
+        p, y
+    )
     counts = cal.bin_counts_[0]
     # 0.1 -> bin 0 ([0, .1]), 0.2 -> bin 1, 0.3 -> bin 2, 0.5 -> 4, 0.7 -> 6, ...
     np.testing.assert_array_equal(np.flatnonzero(counts), [0, 1, 2, 4, 6, 8, 9])
@@ -50,12 +55,16 @@ def test_values_on_edges_go_to_the_lower_bin():
 def test_empty_bins_keep_the_midpoint_and_smoothing_shrinks():
     p = np.array([0.05, 0.05, 0.95, 0.95])
     y = np.array([0, 1, 1, 1])
-    cal = HistogramBinningCalibrator(n_bins=4, smoothing=0).fit(p, y)
+    cal = HistogramBinningCalibrator(strategy="uniform", n_bins=4, smoothing=0).fit(
+        p, y
+    )
     np.testing.assert_allclose(cal.bin_proba_[0], [0.5, 0.375, 0.625, 1.0])
     out = cal.predict_proba(np.array([0.4, 0.6]))[:, 1]
     np.testing.assert_allclose(out, [0.375, 0.625])
     assert np.isfinite(cal.predict_proba(np.linspace(0, 1, 50))).all()
-    smooth = HistogramBinningCalibrator(n_bins=4, smoothing=2.0).fit(p, y)
+    smooth = HistogramBinningCalibrator(
+        strategy="uniform", n_bins=4, smoothing=2.0
+    ).fit(p, y)
     # bin 3: (2 positives + 2 * mean score 0.95) / (2 + 2)
     assert smooth.bin_proba_[0][3] == pytest.approx((2 + 2 * 0.95) / 4)
 
@@ -78,7 +87,9 @@ def test_quantile_bins_merge_ties_and_collapse_for_constant_scores():
 
 def test_binning_on_random_forest_probabilities(shared_loader):
     probs, labels = shared_loader("pycalib/kitti__random_forest.npz")
-    cal = HistogramBinningCalibrator(n_bins=10, smoothing=0).fit(probs, labels)
+    cal = HistogramBinningCalibrator(strategy="uniform", n_bins=10, smoothing=0).fit(
+        probs, labels
+    )
     p1 = probs[:, 1]
     # by hand: float32 edges, right-closed
     edges32 = np.linspace(0, 1, 11).astype(np.float32)
@@ -127,10 +138,8 @@ def test_isotonic_keeps_order_of_extreme_logits():
 
 @pytest.mark.parametrize("cls", [HistogramBinningCalibrator, IsotonicCalibrator])
 def test_top_label_calibrates_the_confidence_per_predicted_class(cls):
-    rng = np.random.default_rng(0)
     n, k = 3000, 4
-    y = rng.integers(0, k, n)
-    logits = 3 * (rng.normal(size=(n, k)) + np.eye(k)[y])
+    logits, y = multiclass_logits(n, k, scale=3, seed=0)
     cal = cls(multi_class="top_label").fit(logits, y)
     p = cal.predict_proba(logits)
     np.testing.assert_allclose(p.sum(axis=1), 1.0)

@@ -36,7 +36,7 @@ def test_by_hand_on_small_data():
     rng = np.random.default_rng(0)
     y = np.repeat([0, 1], 20)
     s = 2.0 * (2 * y - 1) + rng.normal(scale=2.0, size=40)
-    cal = ScalingBinningCalibrator(n_bins=4, random_state=3).fit(s, y)
+    cal = ScalingBinningCalibrator(n_bins=4, split=0.5, random_state=3).fit(s, y)
     assert cal.scaler_ == "platt"
     w1, w2 = _split_of(cal, s, y)
     assert set(np.unique(w1)) == {0.0, 1.0} and np.all(w1 + w2 == 1)
@@ -83,7 +83,7 @@ def test_split_is_stratified_and_shares_one_row_per_class():
 @pytest.mark.parametrize("n_bins", [5, 10, 15])
 def test_bins_have_equal_mass(n_bins):
     s, y = _binary_logits(3000, seed=3)
-    cal = ScalingBinningCalibrator(n_bins=n_bins, random_state=0).fit(s, y)
+    cal = ScalingBinningCalibrator(n_bins=n_bins, split=0.5, random_state=0).fit(s, y)
     counts = cal.bin_counts_[0]
     assert counts.size == n_bins and len(cal.bin_edges_[0]) == n_bins + 1
     assert counts.max() - counts.min() <= 2.0
@@ -95,15 +95,19 @@ def test_bins_have_equal_mass(n_bins):
 
 def test_deterministic_given_random_state():
     s, y = _binary_logits(800, seed=4)
-    a = ScalingBinningCalibrator(random_state=0).fit(s, y)
-    b = ScalingBinningCalibrator(random_state=0).fit(s, y)
-    c = ScalingBinningCalibrator(random_state=1).fit(s, y)
+    a = ScalingBinningCalibrator(split=0.5, random_state=0).fit(s, y)
+    b = ScalingBinningCalibrator(split=0.5, random_state=0).fit(s, y)
+    c = ScalingBinningCalibrator(split=0.5, random_state=1).fit(s, y)
     np.testing.assert_array_equal(a.predict_proba(s), b.predict_proba(s))
     np.testing.assert_array_equal(a.bin_edges_[0], b.bin_edges_[0])
     assert a.coef_[0] != c.coef_[0]  # another split
     rng = np.random.RandomState(5)
-    d = ScalingBinningCalibrator(random_state=rng).fit(s, y)
-    e = ScalingBinningCalibrator(random_state=rng).fit(s, y)
+    d = ScalingBinningCalibrator(split=0.5, random_state=rng).fit(s, y)
+    e = ScalingBinningCalibrator(split=0.5, random_state=rng).fit(s, y)
+    # no split (the default): random_state is not used
+    f = ScalingBinningCalibrator(random_state=0).fit(s, y)
+    g = ScalingBinningCalibrator(random_state=1).fit(s, y)
+    np.testing.assert_array_equal(f.predict_proba(s), g.predict_proba(s))
     assert d.coef_[0] != e.coef_[0]  # a RandomState instance is consumed
 
 
@@ -144,7 +148,7 @@ def test_calibration_error_on_a_known_map():
 def test_multiclass_modes(multi_class, scaler):
     logits, y, _ = make_miscalibrated_scores(3000, 4, temperature=2.0, random_state=0)
     cal = ScalingBinningCalibrator(
-        multi_class=multi_class, scaler=scaler, random_state=0
+        multi_class=multi_class, scaler=scaler, split=0.5, random_state=0
     ).fit(logits, y)
     p = cal.predict_proba(logits)
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
@@ -189,8 +193,9 @@ def test_lowers_test_nll_on_splinecalib_pairs(shared_loader, name, before, after
     pt, yt = shared_loader(f"splinecalib/testset_{name}.npz")
     rows = np.arange(yt.size)
     nll0 = -np.log(np.maximum(pt[rows, yt].astype(np.float64), 1e-12)).mean()
-    # frozen with the former default of 10 bins
-    cal = ScalingBinningCalibrator(n_bins=10, random_state=0).fit(pc, yc)
+    # frozen with the first defaults: 10 bins, split=0.5
+    cal = ScalingBinningCalibrator(n_bins=10, split=0.5, random_state=0)
+    cal.fit(pc, yc)
     nll1 = -np.log(cal.predict_proba(pt)[rows, yt].astype(np.float64)).mean()
     assert nll0 == pytest.approx(before, abs=1e-4)
     assert nll1 == pytest.approx(after, abs=2e-3)
