@@ -18,7 +18,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from skcalib._backends.chunks import ChunkedData, _as_dask_array, is_dask_collection
+from skcalib._backends.chunks import ChunkedData, _as_dask_array
 from skcalib._core.accel import value_range
 from skcalib._core.compat import (
     HasMethods,
@@ -26,7 +26,9 @@ from skcalib._core.compat import (
     _check_feature_names_in,
     _fit_context,
 )
-from skcalib._core.scores import Scores, finite_range, resolve_score_type
+from skcalib._core.inputs import input_kind
+from skcalib._core.labels import unique_inverse
+from skcalib._core.scores import Scores, all_finite, finite_range, resolve_score_type
 from skcalib._core.weights import _checked_weights
 
 __all__ = ["BaseCalibrator"]
@@ -72,6 +74,24 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
     #: on the weight total by design (Platt's smoothed targets) sets False
     #: and receives the validated weights as given.
     _rescale_sample_weight = True
+
+    #: What a chunk-capable class needs of its parameters to fit chunks
+    #: (e.g. ``"uniform bins"``), shown next to its name in the message that
+    #: lists the classes which can (:func:`chunk_capable_names`); None: nothing.
+    _chunk_fit_condition = None
+
+    # ------------------------------------------------------------- capability
+    @classmethod
+    def _supports_chunks(cls):
+        """Whether :meth:`fit_chunks` (and :meth:`fit` on Dask arrays) can
+        fit this class, read from its code.
+
+        A class can when it implements ``_fit_chunks(data)`` and that
+        implementation is at least as specific as its ``_fit``: a subclass
+        that changes ``_fit`` but inherits ``_fit_chunks`` would fit another
+        model on chunks, so it cannot (until it implements its own).
+        """
+        return _implements_after(cls, "_fit_chunks", "_fit")
 
     # ------------------------------------------------------------------ clone
     def __sklearn_clone__(self):
@@ -202,7 +222,7 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
             )
         if not (type(y) is np.ndarray and y.ndim == 1):  # else nothing to do
             y = column_or_1d(y, warn=True)
-        if y.dtype.kind == "f" and y.size and not _all_finite(y):
+        if y.dtype.kind == "f" and y.size and not all_finite(y):
             bad = int(np.flatnonzero(~np.isfinite(y))[0])
             raise ValueError(
                 f"y must hold class labels; y[{bad}] is {y[bad].item()!r}."
@@ -227,7 +247,7 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         n_present = classes.size if self.estimator is None else present.size
         if n_present < 2:
             raise ValueError(
-                f"y has one class only ({_plain(y.ravel()[0])!r}); calibration "
+                f"y has one class only ({y[:1].tolist()[0]!r}); calibration "
                 "needs at least two classes."
             )
         return classes, y_enc.astype(np.intp, copy=False)
@@ -253,7 +273,7 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         self : object
             The fitted calibrator.
         """
-        if is_dask_collection(X) or is_dask_collection(y):
+        if input_kind(X, y) == "dask":
             return self._fit_chunked(ChunkedData.from_dask(X, y, sample_weight))
         scores, kind, value_range = self._raw_scores(X, reset=True)
         self.classes_, y_enc = self._encode_y(y)
@@ -318,12 +338,11 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
                 "(estimator=None); compute the estimator's scores chunk by chunk "
                 "first."
             )
-        if not hasattr(self, "_fit_chunks"):
+        if not type(self)._supports_chunks():
+            *others, last = chunk_capable_names() or ["no calibrator"]
+            can = f"{', '.join(others)} and {last}" if others else last
             raise TypeError(
-                f"{name} cannot be fitted in chunks; TemperatureCalibrator, "
-                "PlattCalibrator, HistogramBinningCalibrator (uniform bins), "
-                "IsotonicCalibrator, VectorScalingCalibrator, "
-                "MatrixScalingCalibrator and DirichletCalibrator can."
+                f"{name} cannot be fitted in chunks (nor on Dask arrays); {can} can."
             )
         data.survey(self.score_type, rescale_weights=self._rescale_sample_weight)
         self.classes_ = data.classes
@@ -388,7 +407,7 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
             problems). float32 input gives float32 output.
         """
         check_is_fitted(self)
-        if is_dask_collection(X):
+        if input_kind(X) == "dask":
             return self._dask_predict_proba(X)
         return self._predict_proba(
             self._scores(*self._raw_scores(X, reset=False), reset=False)
@@ -436,18 +455,19 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         y_pred : ndarray of shape (n_samples,)
             Labels from ``classes_``.
         """
-        proba = self.predict_proba(X)
-        if is_dask_collection(proba):
-            return proba.map_blocks(
+        check_is_fitted(self)
+        if input_kind(X) == "dask":
+            return self._dask_predict_proba(X).map_blocks(
                 lambda p: self.classes_[np.argmax(p, axis=1)],
                 drop_axis=1,
                 dtype=self.classes_.dtype,
                 meta=np.empty((0,), dtype=self.classes_.dtype),
             )
+        proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
 
     def get_feature_names_out(self, input_features=None):
-        """Names of the output columns: ``proba_<class>``.
+        """Return the names of the output columns: ``proba_<class>``.
 
         Parameters
         ----------
@@ -482,14 +502,52 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         :class:`~skcalib._core.scores.Scores`."""
 
 
-def _all_finite(y):
-    lo, hi, nan = value_range(y)
-    return not nan and bool(np.isfinite(lo)) and bool(np.isfinite(hi))
+def _implements_after(cls, method, base_method):
+    """Whether ``cls`` has ``method`` (not None), defined in a class at least
+    as specific in ``cls``'s MRO as the one defining ``base_method``."""
+    if getattr(cls, method, None) is None:
+        return False
+    owner = next(c for c in cls.__mro__ if method in vars(c))
+    base_owner = next((c for c in cls.__mro__ if base_method in vars(c)), object)
+    return issubclass(owner, base_owner)
 
 
-def _plain(value):
-    """A numpy scalar as the Python value it holds (for messages)."""
-    return value.item() if isinstance(value, np.generic) else value
+def _skcalib_calibrators():
+    """skcalib's public calibrator classes (public names of skcalib modules),
+    found among the subclasses of :class:`BaseCalibrator`, sorted by name.
+
+    Every module defining one is imported by then: importing any skcalib
+    module imports the ``skcalib`` facade, which imports them all.
+    """
+    found, todo = {}, [BaseCalibrator]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            todo.append(sub)
+            public = not sub.__name__.startswith("_")
+            if public and sub.__module__.partition(".")[0] == "skcalib":
+                found[sub.__name__] = sub
+    return [found[name] for name in sorted(found)]
+
+
+def chunk_capable_names():
+    """Names of skcalib's calibrators that fit chunks and Dask arrays (each
+    with its ``_chunk_fit_condition``, if any), for error messages.
+
+    Derived from the classes (:meth:`BaseCalibrator._supports_chunks`), so a
+    new chunk-capable calibrator is named without editing any message.
+
+    Examples
+    --------
+    >>> from skcalib._base import chunk_capable_names
+    >>> "TemperatureCalibrator" in chunk_capable_names()
+    True
+    """
+    return [
+        cls.__name__
+        + (f" ({cls._chunk_fit_condition})" if cls._chunk_fit_condition else "")
+        for cls in _skcalib_calibrators()
+        if cls._supports_chunks()
+    ]
 
 
 def _ndim(X):
@@ -499,9 +557,8 @@ def _ndim(X):
 
 
 def _unique_inverse(y):
-    """``np.unique(y, return_inverse=True)``, in O(n) for small non-negative ints."""
-    if y.dtype.kind not in "iu" or not y.size:
-        return np.unique(y, return_inverse=True)
+    """``np.unique(y, return_inverse=True)``, in O(n) for small integer ranges."""
+    return unique_inverse(y)
     lo, hi, _ = value_range(y)
     lo, hi = int(lo), int(hi)  # no wrap-around of small integer types
     if hi - lo == 1:

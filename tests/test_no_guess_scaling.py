@@ -22,9 +22,9 @@ from skcalib import (
     VennAbersCalibrator,
 )
 from skcalib._core.solvers.linear import PenalisedNLL, fit_matrix
+from skcalib._core.solvers.logistic import fit_platt
 from skcalib._core.solvers.newton import separation
 from skcalib._core.solvers.temperature import fit_temperature
-from skcalib.calibration._platt import fit_platt
 from skcalib.metrics import negative_log_likelihood
 
 LINEAR = [VectorScalingCalibrator, MatrixScalingCalibrator, DirichletCalibrator]

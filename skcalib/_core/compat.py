@@ -12,15 +12,22 @@ from sklearn.utils._param_validation import (
     StrOptions,
     validate_params,
 )
-from sklearn.utils.validation import _check_feature_names_in, _check_sample_weight
+from sklearn.utils.validation import (
+    _check_feature_names_in,
+    _check_method_params,
+    _check_sample_weight,
+    _num_samples,
+)
 
 __all__ = [
     "HasMethods",
     "Interval",
     "StrOptions",
     "_check_feature_names_in",
+    "_check_method_params",
     "_check_sample_weight",
     "_fit_context",
+    "_num_samples",
     "_safe_indexing",
     "validate_params",
 ]

@@ -59,9 +59,18 @@ def finite_range(X, *, input_name="X", estimator_name=None):
     ``check_array`` raises (``"Input X contains NaN."``).
     """
     lo, hi, nan = value_range(X)
-    if nan or not (np.isfinite(lo) and np.isfinite(hi)):
+    if not _range_finite(lo, hi, nan):
         assert_all_finite(X, input_name=input_name, estimator_name=estimator_name)
     return lo, hi
+
+
+def all_finite(x):
+    """Whether a float array holds no NaN or infinity (one pass, no copy)."""
+    return _range_finite(*value_range(x))
+
+
+def _range_finite(lo, hi, nan):
+    return not nan and bool(np.isfinite(lo)) and bool(np.isfinite(hi))
 
 
 @dataclass(frozen=True)

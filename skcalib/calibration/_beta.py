@@ -9,85 +9,12 @@ from scipy.special import expit, log_expit
 from sklearn.exceptions import ConvergenceWarning
 
 from skcalib._core.compat import Interval, StrOptions
-from skcalib._core.solvers.newton import damped_newton
-from skcalib.calibration._one_vs_rest import _BinaryMapCalibrator
+from skcalib._core.solvers.logistic import fit_logistic
+from skcalib.calibration._one_vs_rest import _OneVsRestCalibrator
 
 __all__ = ["BetaCalibrator"]
 
 _LOG2 = float(np.log(2.0))
-
-
-# ----------------------------------------------------------------- the solver
-def _logistic_terms(coef, design, t, w):
-    """Loss, gradient and Hessian of the weighted logistic loss at ``coef``.
-
-    ``z = design @ coef``; ``loss = sum w (softplus(z) - t z)``,
-    ``grad = design^T (w (p - t))``, ``hess = design^T diag(w p (1 - p)) design``
-    with ``p = sigmoid(z)``; one ``exp`` per sample, no overflow.
-    """
-    z = design @ coef
-    e = np.exp(-np.abs(z))  # in (0, 1]
-    loss_i = np.maximum(z, 0.0) + np.log1p(e) - t * z
-    inv = 1.0 / (1.0 + e)
-    p = np.where(z >= 0, inv, e * inv)
-    r = p - t
-    h = p * (1.0 - p)
-    if w is not None:
-        loss_i *= w
-        r *= w
-        h *= w
-    grad = design.T @ r
-    hess = (design * h[:, None]).T @ design
-    return float(loss_i.sum()), grad, hess
-
-
-def fit_logistic(design, t, sample_weight=None, *, max_iter=100, tol=1e-10):
-    """Unpenalised weighted logistic regression by Newton's method.
-
-    The structure of :func:`~skcalib.calibration._platt.fit_platt` for any
-    number of columns: exact Hessian, a tiny ridge on the Hessian only (so the
-    Newton system is solvable for collinear or constant columns; the objective
-    is not changed), a backtracking (Armijo) line search, columns divided by
-    ``max(1, max|column|)`` while solving (the optimum is mapped back), so
-    features of size 1e4 do not overflow.
-
-    Parameters
-    ----------
-    design : ndarray of shape (n, d), float64
-        Features, including a column of ones for an intercept.
-    t : ndarray of shape (n,)
-        Targets in {0, 1}.
-    sample_weight : ndarray of shape (n,) or None
-        Positive weights (rows of weight 0 must be removed by the caller).
-    max_iter : int
-    tol : float
-        Stop when the Newton step is below ``tol * (1 + max|coef|)``.
-
-    Returns
-    -------
-    coef : ndarray of shape (d,)
-        On the original scale of the columns.
-    n_iter : int
-    converged : bool
-    loss : float
-        The weighted loss at ``coef`` (0 means the classes are separated).
-    """
-    d = design.shape[1]
-    scale = np.maximum(1.0, np.max(np.abs(design), axis=0))
-    design = design / scale
-    coef = np.zeros(d)
-    ones = np.flatnonzero(np.all(design == 1.0, axis=0))
-    if ones.size:  # start from the base rate on the intercept column
-        w = np.ones_like(t) if sample_weight is None else sample_weight
-        rate = float(np.clip((w @ t) / w.sum(), 1e-6, 1 - 1e-6))
-        coef[ones[0]] = np.log(rate / (1.0 - rate))
-    coef, n_iter, converged, loss = damped_newton(
-        lambda c: _logistic_terms(c, design, t, sample_weight),
-        coef,
-        max_iter=max_iter,
-        tol=tol,
-    )
-    return coef / scale, n_iter, converged, loss
 
 
 def beta_features(s):
@@ -200,7 +127,7 @@ def _log_expm1(x):
 
 
 # ------------------------------------------------------------------ estimator
-class BetaCalibrator(_BinaryMapCalibrator):
+class BetaCalibrator(_OneVsRestCalibrator):
     """Beta calibration: a logistic map of ``ln p`` and ``ln(1 - p)``.
 
     For the model's probability ``p`` of the class (binary: the positive
@@ -329,7 +256,7 @@ class BetaCalibrator(_BinaryMapCalibrator):
     """
 
     _parameter_constraints: dict = {
-        **_BinaryMapCalibrator._parameter_constraints,
+        **_OneVsRestCalibrator._parameter_constraints,
         "parameters": [StrOptions({"abm", "am", "ab"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],

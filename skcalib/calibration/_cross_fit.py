@@ -8,9 +8,8 @@ import warnings
 
 import numpy as np
 from sklearn.base import clone
-from sklearn.utils.validation import _check_method_params
 
-from skcalib._core.compat import _safe_indexing
+from skcalib._core.compat import _check_method_params, _safe_indexing
 from skcalib._core.scores import log_softmax
 from skcalib._core.warn import user_stacklevel
 

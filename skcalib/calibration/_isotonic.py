@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.isotonic import IsotonicRegression, isotonic_regression
 
 from skcalib._core.compat import StrOptions
-from skcalib.calibration._one_vs_rest import _BinaryMapCalibrator
+from skcalib.calibration._one_vs_rest import _OneVsRestCalibrator
 
 __all__ = ["IsotonicCalibrator"]
 
@@ -83,7 +83,7 @@ def _cell_chunk(scores, y, w, *, view, lo, hi, n_cells):
     )
 
 
-class IsotonicCalibrator(_BinaryMapCalibrator):
+class IsotonicCalibrator(_OneVsRestCalibrator):
     """Isotonic regression: the best non-decreasing map of the score.
 
     Fits :class:`sklearn.isotonic.IsotonicRegression` (pool-adjacent-
@@ -200,7 +200,7 @@ class IsotonicCalibrator(_BinaryMapCalibrator):
     """
 
     _parameter_constraints: dict = {
-        **_BinaryMapCalibrator._parameter_constraints,
+        **_OneVsRestCalibrator._parameter_constraints,
         "method": [StrOptions({"pav", "centered"})],
     }
     _map_input = "log_odds"

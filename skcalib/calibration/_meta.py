@@ -22,8 +22,6 @@ from sklearn.utils.metadata_routing import (
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import (
-    _check_sample_weight,
-    _num_samples,
     check_consistent_length,
     check_is_fitted,
     column_or_1d,
@@ -32,7 +30,13 @@ from sklearn.utils.validation import (
 )
 
 from skcalib._base import BaseCalibrator
-from skcalib._core.compat import HasMethods, StrOptions, _fit_context
+from skcalib._core.compat import (
+    HasMethods,
+    StrOptions,
+    _check_sample_weight,
+    _fit_context,
+    _num_samples,
+)
 from skcalib._core.warn import user_stacklevel
 from skcalib.calibration._cross_fit import (
     _CalibratedPair,
@@ -311,6 +315,29 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self : object
             The fitted meta-estimator.
         """
+        X, y, sample_weight = self._check_fit_input(X, y, sample_weight)
+        estimator = self._get_estimator()
+        calibrator = self._get_calibrator()
+        method = self._get_response_method(estimator, calibrator)
+        fit_kwargs, split_kwargs = self._route(estimator, sample_weight, fit_params)
+        params = Bunch(fit_params=fit_kwargs, response_method=method)
+
+        cv = check_cv(self.cv, y, classifier=True)
+        splits = _check_splits(cv.split(X, y, **split_kwargs), _num_samples(X))
+        # The warnings of the inner fits are recorded where they run and said
+        # once each, with the number of folds that raised them.
+        fit_pairs = self._ensemble_pairs if self.ensemble else self._pooled_pairs
+        pairs = fit_pairs(estimator, calibrator, X, y, splits, sample_weight, params)
+        self.calibrated_classifiers_ = pairs
+        self.response_method_ = method
+        first = pairs[0].estimator
+        for attr in ("n_features_in_", "feature_names_in_"):
+            if hasattr(first, attr):
+                setattr(self, attr, getattr(first, attr))
+        return self
+
+    def _check_fit_input(self, X, y, sample_weight):
+        """Validated ``(X, y, sample_weight)``; sets ``classes_``."""
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y "
@@ -320,7 +347,6 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         y = column_or_1d(y, warn=True)
         check_classification_targets(y)
         check_consistent_length(X, y)
-        n_samples = _num_samples(X)
         self.classes_, y_enc = np.unique(y, return_inverse=True)
         if sample_weight is not None:
             sample_weight = _check_sample_weight(
@@ -336,98 +362,89 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 + f" ({self.classes_[weighted].tolist()}); calibration needs at "
                 "least two classes."
             )
-        estimator = self._get_estimator()
-        calibrator = self._get_calibrator()
-        method = self._get_response_method(estimator, calibrator)
-        fit_kwargs, split_kwargs = self._route(estimator, sample_weight, fit_params)
-        params = Bunch(fit_params=fit_kwargs, response_method=method)
+        return X, y, sample_weight
 
-        cv = check_cv(self.cv, y, classifier=True)
-        splits = _check_splits(cv.split(X, y, **split_kwargs), n_samples)
-        parallel = Parallel(n_jobs=self.n_jobs)
-        # The warnings of the inner fits are recorded where they run and said
-        # once each below, with the number of folds that raised them.
-        if self.ensemble:
-            results = parallel(
+    def _ensemble_pairs(
+        self, estimator, calibrator, X, y, splits, sample_weight, params
+    ):
+        """``ensemble=True``: a (classifier, calibrator) pair per split."""
+        results = Parallel(n_jobs=self.n_jobs)(
+            delayed(recording_warnings)(
+                _fit_pair,
+                estimator,
+                calibrator,
+                X,
+                y,
+                self.classes_,
+                split,
+                sample_weight,
+                params,
+            )
+            for split in enumerate(splits)
+        )
+        pairs = [r[0] for r in results]
+        found = collect_warnings(("fold", r[1]) for r in results)
+        reemit_warnings(found, lambda g: fold_counts(g, len(splits)))
+        skipped = [p for p in pairs if isinstance(p, str)]
+        pairs = [p for p in pairs if not isinstance(p, str)]
+        if not pairs:
+            raise ValueError(
+                f"No split of cv can calibrate: {skipped[0]}. Use a stratified "
+                "splitter (an int cv is one) or fewer splits."
+            )
+        if skipped:
+            warnings.warn(
+                f"{len(skipped)} of {len(splits)} splits are left out of the "
+                f"ensemble: {'; '.join(skipped)}.",
+                UserWarning,
+                stacklevel=user_stacklevel(),
+            )
+        return pairs
+
+    def _pooled_pairs(self, estimator, calibrator, X, y, splits, sample_weight, params):
+        """``ensemble=False``: the classifier fitted on all samples, one
+        calibrator fitted on the pooled out-of-fold scores."""
+        everything = np.arange(_num_samples(X))
+        *oof, final = Parallel(n_jobs=self.n_jobs)(
+            [
                 delayed(recording_warnings)(
-                    _fit_pair,
+                    _out_of_fold,
                     estimator,
-                    calibrator,
                     X,
                     y,
                     self.classes_,
-                    split,
+                    train,
+                    test,
                     sample_weight,
                     params,
                 )
-                for split in enumerate(splits)
-            )
-            pairs = [r[0] for r in results]
-            found = collect_warnings(("fold", r[1]) for r in results)
-            reemit_warnings(found, lambda g: fold_counts(g, len(splits)))
-            skipped = [p for p in pairs if isinstance(p, str)]
-            pairs = [p for p in pairs if not isinstance(p, str)]
-            if not pairs:
-                raise ValueError(
-                    f"No split of cv can calibrate: {skipped[0]}. Use a stratified "
-                    "splitter (an int cv is one) or fewer splits."
+                for train, test in splits
+            ]
+            + [
+                delayed(recording_warnings)(
+                    _fit_estimator, estimator, X, y, everything, params.fit_params
                 )
-            if skipped:
-                warnings.warn(
-                    f"{len(skipped)} of {len(splits)} splits are left out of the "
-                    f"ensemble: {'; '.join(skipped)}.",
-                    UserWarning,
-                    stacklevel=user_stacklevel(),
-                )
-        else:
-            everything = np.arange(n_samples)
-            *oof, final = parallel(
-                [
-                    delayed(recording_warnings)(
-                        _out_of_fold,
-                        estimator,
-                        X,
-                        y,
-                        self.classes_,
-                        train,
-                        test,
-                        sample_weight,
-                        params,
-                    )
-                    for train, test in splits
-                ]
-                + [
-                    delayed(recording_warnings)(
-                        _fit_estimator, estimator, X, y, everything, fit_kwargs
-                    )
-                ]
-            )
-            pair, pooled = recording_warnings(
-                self._pooled_pair,
-                final[0],
-                calibrator,
-                [o[0] for o in oof],
-                splits,
-                y,
-                sample_weight,
-                method,
-            )
-            found = collect_warnings(
-                [("fold", o[1]) for o in oof]
-                + [
-                    ("the classifier's fit on all samples", final[1]),
-                    ("the calibrator's fit on the out-of-fold scores", pooled),
-                ]
-            )
-            reemit_warnings(found, lambda g: fold_counts(g, len(splits)))
-            pairs = [pair]
-        self.calibrated_classifiers_ = pairs
-        self.response_method_ = method
-        first = pairs[0].estimator
-        for attr in ("n_features_in_", "feature_names_in_"):
-            if hasattr(first, attr):
-                setattr(self, attr, getattr(first, attr))
-        return self
+            ]
+        )
+        pair, pooled = recording_warnings(
+            self._pooled_pair,
+            final[0],
+            calibrator,
+            [o[0] for o in oof],
+            splits,
+            y,
+            sample_weight,
+            params.response_method,
+        )
+        found = collect_warnings(
+            [("fold", o[1]) for o in oof]
+            + [
+                ("the classifier's fit on all samples", final[1]),
+                ("the calibrator's fit on the out-of-fold scores", pooled),
+            ]
+        )
+        reemit_warnings(found, lambda g: fold_counts(g, len(splits)))
+        return [pair]
 
     def _pooled_pair(self, final, calibrator, oof, splits, y, sample_weight, method):
         n_samples, n_classes = y.shape[0], self.classes_.size

@@ -47,7 +47,7 @@ from functools import partial
 
 import numpy as np
 
-from skcalib._base import BaseCalibrator
+from skcalib._base import BaseCalibrator, _implements_after
 from skcalib._core.compat import StrOptions
 from skcalib._core.scores import log_odds
 
@@ -153,8 +153,9 @@ def _map_view(scores, y, *, k, map_input):
     return log_odds(scores.log_proba.astype(np.float64, copy=False))[:, k], y == k
 
 
-class _BinaryMapCalibrator(BaseCalibrator):
-    """Base for calibrators built on a map of one score (see module docstring).
+class _OneVsRestCalibrator(BaseCalibrator):
+    """Base for calibrators built on a map of one score: the one-vs-rest and
+    top-label strategies (see the module docstring).
 
     Subclasses set ``_map_input`` to ``"log_odds"`` or ``"proba"`` and
     implement ``_fit_map(score, target, sample_weight)`` returning the fitted
@@ -166,6 +167,15 @@ class _BinaryMapCalibrator(BaseCalibrator):
         "multi_class": [StrOptions({"ovr", "top_label"})],
     }
     _map_input = "log_odds"
+
+    @classmethod
+    def _supports_chunks(cls):
+        """Whether the maps fit on chunks: ``_fit_map_chunks`` implemented at
+        least as specifically as ``_fit_map`` (and ``_fit_chunks`` as ``_fit``,
+        see :meth:`BaseCalibrator._supports_chunks`)."""
+        return super()._supports_chunks() and _implements_after(
+            cls, "_fit_map_chunks", "_fit_map"
+        )
 
     def _map_scores(self, scores):
         if self._map_input == "proba":
@@ -226,17 +236,11 @@ class _BinaryMapCalibrator(BaseCalibrator):
         """Fit every map on chunked data (binary and one-vs-rest).
 
         Subclasses that can do it implement ``_fit_map_chunks(data, view,
-        n_pos)``: ``view(scores, y)`` gives the map's score and 0/1 target
-        of a chunk, ``n_pos`` is the weighted count of positives.
+        n_pos)`` (see :meth:`_supports_chunks`): ``view(scores, y)`` gives
+        the map's score and 0/1 target of a chunk, ``n_pos`` is the weighted
+        count of positives.
         """
         name = type(self).__name__
-        if not hasattr(self, "_fit_map_chunks"):
-            raise TypeError(
-                f"{name} cannot be fitted in chunks; TemperatureCalibrator, "
-                "PlattCalibrator, HistogramBinningCalibrator (uniform bins), "
-                "IsotonicCalibrator, VectorScalingCalibrator, "
-                "MatrixScalingCalibrator and DirichletCalibrator can."
-            )
         n_classes = data.classes.size
         if n_classes == 2 and self.multi_class == "ovr":
             columns = [None]

@@ -9,115 +9,20 @@ from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
 
 from skcalib._core.compat import Interval
-from skcalib._core.solvers.newton import damped_newton
-from skcalib._core.weights import unit_weights
-from skcalib.calibration._one_vs_rest import _BinaryMapCalibrator
+from skcalib._core.solvers.logistic import (
+    fit_platt,
+    platt_terms,
+    solve_platt,
+)
+from skcalib.calibration._one_vs_rest import _OneVsRestCalibrator
 
 __all__ = ["PlattCalibrator"]
 
 
-# --------------------------------------------------------------------- Platt
-def _platt_terms(params, s, t, w):
-    """Loss, gradient and Hessian of Platt's objective at ``(a, b)``.
-
-    One pass with a single ``exp``: for ``z = a s + b``,
-    ``loss = sum w (softplus(z) - t z)`` (the cross-entropy of
-    ``sigmoid(z)`` against ``t``), ``grad = sum w (p - t) (s, 1)``,
-    ``hess = sum w p (1 - p) (s, 1)(s, 1)^T``.
-    """
-    z = params[0] * s + params[1]
-    e = np.exp(-np.abs(z))  # in (0, 1]: never overflows
-    loss_i = np.maximum(z, 0.0) + np.log1p(e) - t * z
-    inv = 1.0 / (1.0 + e)
-    p = np.where(z >= 0, inv, e * inv)
-    r = p - t
-    h = p * (1.0 - p)
-    if w is not None:
-        loss_i *= w
-        r *= w
-        h *= w
-    hs = h @ s
-    grad = np.array([r @ s, r.sum()])
-    hess = np.array([[h @ (s * s), hs], [hs, h.sum()]])
-    return float(loss_i.sum()), grad, hess
-
-
-def fit_platt(s, y, sample_weight=None, *, max_iter=100, tol=1e-10):
-    """Fit Platt's sigmoid ``P(y=1 | s) = 1 / (1 + exp(-(a s + b)))``.
-
-    Newton's method with a backtracking (Armijo) line search on Platt's
-    convex two-parameter objective with smoothed targets (Platt 1999; Lin, Lin
-    & Weng 2007). Scores are divided by ``max(1, max|s|)`` while solving (the
-    optimum is mapped back), so logits of ±1e4 do not overflow. Each accepted
-    step costs one pass over the data.
-
-    Parameters
-    ----------
-    s : ndarray of shape (n,), float64
-        Scores (log-odds).
-    y : ndarray of shape (n,), {0, 1}
-        Targets.
-    sample_weight : ndarray of shape (n,) or None
-    max_iter : int
-    tol : float
-        Stop when the Newton step is below ``tol * (1 + |params|)``.
-
-    Returns
-    -------
-    a, b : float
-        Slope and intercept on the original score scale.
-    n_iter : int
-    converged : bool
-    """
-    pos = y > 0.5
-    w, n_pos, n_neg = platt_counts(pos, sample_weight)
-    scale = max(1.0, float(np.max(np.abs(s))))
-    terms = partial(_platt_chunk_terms, n_pos=n_pos, n_neg=n_neg, scale=scale)
-    return _solve_platt(
-        lambda p: terms(s, pos, w, p), n_pos, n_neg, scale, max_iter, tol
-    )
-
-
-def platt_counts(pos, sample_weight):
-    """Weights divided by their maximum, and Platt's counts ``N+``, ``N-``.
-
-    The counts are the weight totals of the classes as given (frequency
-    weights, as in Platt's and scikit-learn's code); they are summed on the
-    rescaled weights and multiplied back as Python floats, so weights of
-    1e308 give ``inf`` counts (targets 1 and 0) instead of overflowing into
-    NaN. Returns ``(w, n_pos, n_neg)``.
-    """
-    if sample_weight is None:
-        n_pos = float(np.count_nonzero(pos))
-        return None, n_pos, float(pos.size) - n_pos
-    top = float(sample_weight.max(initial=0.0))
-    if not top > 0:
-        return sample_weight, 0.0, 0.0
-    w, unit = unit_weights(sample_weight, top)
-    return w, unit * float(w[pos].sum()), unit * float(w[~pos].sum())
-
-
-def _platt_chunk_terms(s, pos, w, params, *, n_pos, n_neg, scale):
-    """:func:`_platt_terms` with Platt's targets, on scores divided by
-    ``scale``."""
-    t = np.where(pos, 1.0 - 1.0 / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
-    return _platt_terms(params, s / scale, t, w)
-
-
-def _solve_platt(terms, n_pos, n_neg, scale, max_iter, tol):
-    """Newton from the smoothed base rate; ``(a, b, n_iter, converged)``."""
-    b0 = np.log((n_pos + 1.0) / (n_neg + 1.0)) if n_pos + n_neg < np.inf else 0.0
-    params = np.array([0.0, b0 if np.isfinite(b0) else 0.0])
-    params, n_iter, converged, _ = damped_newton(
-        terms, params, max_iter=max_iter, tol=tol
-    )
-    return params[0] / scale, params[1], n_iter, converged
-
-
 def _platt_map_chunk_terms(scores, y, w, *, view, params, **kwargs):
-    """Platt terms of one chunk of one map (see ``_BinaryMapCalibrator``)."""
+    """Platt terms of one chunk of one map (see ``_OneVsRestCalibrator``)."""
     s, pos = view(scores, y)
-    loss, grad, hess = _platt_chunk_terms(s, pos, w, params, **kwargs)
+    loss, grad, hess = platt_terms(s, pos, w, params, **kwargs)
     return loss, grad, hess
 
 
@@ -125,7 +30,7 @@ def _abs_max_chunk(scores, y, w, *, view):
     return (float(np.max(np.abs(view(scores, y)[0]), initial=0.0)),)
 
 
-class PlattCalibrator(_BinaryMapCalibrator):
+class PlattCalibrator(_OneVsRestCalibrator):
     """Platt scaling: a logistic map of the log-odds.
 
     ``P(y = 1 | s) = 1 / (1 + exp(-(a s + b)))`` where ``s`` is the log-odds
@@ -222,7 +127,7 @@ class PlattCalibrator(_BinaryMapCalibrator):
     """
 
     _parameter_constraints: dict = {
-        **_BinaryMapCalibrator._parameter_constraints,
+        **_OneVsRestCalibrator._parameter_constraints,
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
     }
@@ -268,7 +173,7 @@ class PlattCalibrator(_BinaryMapCalibrator):
             )
 
         return self._platt_result(
-            *_solve_platt(terms, n_pos, n_neg, kwargs["scale"], self.max_iter, self.tol)
+            *solve_platt(terms, n_pos, n_neg, kwargs["scale"], self.max_iter, self.tol)
         )
 
     def _platt_result(self, a, b, n_iter, converged):

@@ -9,7 +9,7 @@ from sklearn.utils.validation import check_is_fitted
 from skcalib._core import accel as _accel
 from skcalib._core.compat import Interval
 from skcalib._core.weights import check_count_weights
-from skcalib.calibration._one_vs_rest import _BinaryMapCalibrator
+from skcalib.calibration._one_vs_rest import _OneVsRestCalibrator
 
 __all__ = ["VennAbersCalibrator"]
 
@@ -182,7 +182,7 @@ def merge_interval(p0, p1):
 
 
 # ------------------------------------------------------------------ estimator
-class VennAbersCalibrator(_BinaryMapCalibrator):
+class VennAbersCalibrator(_OneVsRestCalibrator):
     """Venn-ABERS calibration: isotonic regression with the test point added.
 
     For a test score ``s`` (the log-odds of the class: binary, one-vs-rest
@@ -307,7 +307,7 @@ class VennAbersCalibrator(_BinaryMapCalibrator):
     _rescale_sample_weight = False
 
     _parameter_constraints: dict = {
-        **_BinaryMapCalibrator._parameter_constraints,
+        **_OneVsRestCalibrator._parameter_constraints,
         "cv": [Interval(Integral, 2, None, closed="left"), None],
         "random_state": ["random_state"],
     }

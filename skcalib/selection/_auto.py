@@ -409,8 +409,7 @@ class AutoCalibrator(BaseCalibrator):
         return names, cals, ref
 
     def _fit(self, scores, y, sample_weight):
-        n_classes = scores.n_classes
-        names, cals, ref = self._named_candidates(n_classes)
+        names, cals, ref = self._named_candidates(scores.n_classes)
         raw, kind = scores.raw, scores.score_type
         cv = check_cv(self.cv, y, classifier=True)
         splits = list(cv.split(np.zeros((y.shape[0], 1)), y))
@@ -423,19 +422,66 @@ class AutoCalibrator(BaseCalibrator):
         scorer = (
             get_scorer(self.scoring) if isinstance(self.scoring, str) else self.scoring
         )
-        # The warnings of the inner fits are recorded where they run and said
-        # once each below, with the candidates and splits that raised them.
+        split_scores, fit_times = self._score_candidates(
+            names, cals, ref, scores, y, sample_weight, splits, scorer
+        )
+        stats = _paired_gains(split_scores, ref, splits, self.n_std_errors)
+        if stats["n_used"] < 2:
+            warnings.warn(
+                f"AutoCalibrator: the identity could be scored on {stats['n_used']} "
+                f"of {n_splits} splits only; the noise cannot be estimated and the "
+                "identity is kept.",
+                UserWarning,
+                stacklevel=user_stacklevel(),
+            )
+        beats, mean_score = stats["beats"], stats["mean_score"]
+        best = ref
+        if beats.any():
+            eligible = np.flatnonzero(beats)
+            best = int(eligible[np.argmax(mean_score[eligible])])
+
+        self.cv_results_ = _cv_results(names, cals, split_scores, fit_times, stats)
+        self.best_index_ = best
+        self.best_score_ = float(mean_score[best])
+        self.n_splits_ = n_splits
+        self.scorer_ = scorer
+        self.best_calibrator_, caught = recording_warnings(
+            fit_on_scores,
+            cals[best],
+            raw,
+            self.classes_[y],
+            sample_weight,
+            self.classes_,
+            kind,
+        )
+        reemit_warnings(
+            collect_warnings([(names[best], caught)]),
+            lambda g: f"refitting the chosen candidate {names[best]!r} on all samples",
+        )
+
+    def _score_candidates(
+        self, names, cals, ref, scores, y, sample_weight, splits, scorer
+    ):
+        """Fit and score every candidate on every split, in parallel;
+        ``(split_scores, fit_times)``, each of shape (n_candidates, n_splits).
+
+        The warnings of the inner fits are recorded where they run and said
+        once each, with the candidates and splits that raised them; a
+        candidate that failed on a split is said once too (its score there
+        is NaN).
+        """
+        n_splits = len(splits)
         recorded = Parallel(n_jobs=self.n_jobs)(
             delayed(recording_warnings)(
                 _fit_and_score,
                 cal,
-                raw,
+                scores.raw,
                 y,
                 sample_weight,
                 train,
                 test,
-                n_classes,
-                kind,
+                scores.n_classes,
+                scores.score_type,
                 scorer,
             )
             for cal in cals
@@ -463,56 +509,31 @@ class AutoCalibrator(BaseCalibrator):
                     FitFailedWarning,
                     stacklevel=user_stacklevel(),
                 )
-        stats = _paired_gains(split_scores, ref, splits, self.n_std_errors)
-        if stats["n_used"] < 2:
-            warnings.warn(
-                f"AutoCalibrator: the identity could be scored on {stats['n_used']} "
-                f"of {n_splits} splits only; the noise cannot be estimated and the "
-                "identity is kept.",
-                UserWarning,
-                stacklevel=user_stacklevel(),
-            )
-        beats, mean_score = stats["beats"], stats["mean_score"]
-        best = ref
-        if beats.any():
-            eligible = np.flatnonzero(beats)
-            best = int(eligible[np.argmax(mean_score[eligible])])
-
-        results = {
-            "candidate": np.array(names, dtype=object),
-            "params": [c.get_params(deep=False) for c in cals],
-        }
-        for f in range(n_splits):
-            results[f"split{f}_test_score"] = split_scores[:, f]
-        results["mean_test_score"] = mean_score
-        results["std_test_score"] = stats["std_score"]
-        results["rank_test_score"] = _rank(mean_score)
-        for f in range(n_splits):
-            results[f"split{f}_test_gain"] = stats["gain"][:, f]
-        results["mean_test_gain"] = stats["mean_gain"]
-        results["se_test_gain"] = stats["se_gain"]
-        results["beats_identity"] = beats
-        results["mean_fit_time"] = fit_times.mean(axis=1)
-        results["std_fit_time"] = fit_times.std(axis=1)
-
-        self.cv_results_ = results
-        self.best_index_ = best
-        self.best_score_ = float(mean_score[best])
-        self.n_splits_ = n_splits
-        self.scorer_ = scorer
-        self.best_calibrator_, caught = recording_warnings(
-            fit_on_scores,
-            cals[best],
-            raw,
-            self.classes_[y],
-            sample_weight,
-            self.classes_,
-            kind,
-        )
-        reemit_warnings(
-            collect_warnings([(names[best], caught)]),
-            lambda g: f"refitting the chosen candidate {names[best]!r} on all samples",
-        )
+        return split_scores, fit_times
 
     def _predict_proba(self, scores):
         return self.best_calibrator_.predict_proba(scores.raw)
+
+
+def _cv_results(names, cals, split_scores, fit_times, stats):
+    """``cv_results_``: per candidate, the scores and gains over the identity
+    of every split, their summaries and the fit times."""
+    mean_score = stats["mean_score"]
+    results = {
+        "candidate": np.array(names, dtype=object),
+        "params": [c.get_params(deep=False) for c in cals],
+    }
+    n_splits = split_scores.shape[1]
+    for f in range(n_splits):
+        results[f"split{f}_test_score"] = split_scores[:, f]
+    results["mean_test_score"] = mean_score
+    results["std_test_score"] = stats["std_score"]
+    results["rank_test_score"] = _rank(mean_score)
+    for f in range(n_splits):
+        results[f"split{f}_test_gain"] = stats["gain"][:, f]
+    results["mean_test_gain"] = stats["mean_gain"]
+    results["se_test_gain"] = stats["se_gain"]
+    results["beats_identity"] = stats["beats"]
+    results["mean_fit_time"] = fit_times.mean(axis=1)
+    results["std_fit_time"] = fit_times.std(axis=1)
+    return results
