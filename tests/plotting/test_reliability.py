@@ -8,12 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _plot_helpers import DIAGONAL_GID, binary, diagonals, legend_texts, multiclass
 from numpy.testing import assert_allclose, assert_array_equal
-from sklearn.calibration import calibration_curve
-from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 
-from skcalib import TemperatureCalibrator
 from skcalib.metrics import expected_calibration_error, reliability_curve
 from skcalib.plotting import ReliabilityDisplay
 
@@ -22,41 +20,7 @@ matplotlib.use("Agg")
 plt = pytest.importorskip("matplotlib.pyplot")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DIAGONAL_GID = "skcalib-reliability-diagonal"
 MPL_MISSING_MSG = r"ReliabilityDisplay requires matplotlib: pip install skcalib\[plot\]"
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
-def _multiclass(n=3000, k=4, sharpen=2.0, seed=0):
-    """Labels drawn from Dirichlet probabilities, then the probabilities are
-    sharpened (power ``sharpen``) to make an over-confident model."""
-    rng = np.random.default_rng(seed)
-    proba = rng.dirichlet(np.ones(k), size=n)
-    y = (rng.random(n)[:, None] > proba.cumsum(axis=1)).sum(axis=1)
-    y = np.minimum(y, k - 1)
-    sharp = proba**sharpen
-    sharp /= sharp.sum(axis=1, keepdims=True)
-    return y, sharp
-
-
-def _binary(n=2000, seed=0):
-    rng = np.random.default_rng(seed)
-    p = rng.beta(2, 2, size=n)
-    y = (rng.random(n) < p**1.5).astype(int)
-    return y, p
-
-
-def _diagonals(ax):
-    return [line for line in ax.get_lines() if line.get_gid() == DIAGONAL_GID]
-
-
-def _legend_texts(ax):
-    return [t.get_text() for t in ax.get_legend().get_texts()]
 
 
 def _run_python(code):
@@ -120,7 +84,7 @@ def test_missing_matplotlib_in_fresh_interpreter():
 
 
 def test_missing_matplotlib_error_message(monkeypatch):
-    y, p = _binary()
+    y, p = binary()
     disp = ReliabilityDisplay(
         prob_true=[0.5], prob_pred=[0.5], counts=[1.0], edges=[0.0, 1.0]
     )
@@ -139,7 +103,7 @@ def test_missing_matplotlib_error_message(monkeypatch):
 @pytest.mark.parametrize("strategy", ["uniform", "quantile"])
 @pytest.mark.parametrize("n_bins", [5, 15])
 def test_line_data_equals_reliability_curve(strategy, n_bins):
-    y, proba = _multiclass()
+    y, proba = multiclass()
     disp = ReliabilityDisplay.from_predictions(
         y, proba, n_bins=n_bins, strategy=strategy
     )
@@ -162,20 +126,20 @@ def test_line_data_equals_reliability_curve(strategy, n_bins):
 
 
 def test_ece_value_and_legend():
-    y, proba = _multiclass()
+    y, proba = multiclass()
     disp = ReliabilityDisplay.from_predictions(y, proba, name="sharp")
     ece = expected_calibration_error(y, proba)
     assert disp.ece == pytest.approx(ece, rel=1e-12)
     assert ece > 0.02  # the sharpened model is visibly over-confident
     assert disp.line_.get_label() == f"sharp (ECE = {ece:.3f})"
-    assert f"sharp (ECE = {ece:.3f})" in _legend_texts(disp.ax_)
+    assert f"sharp (ECE = {ece:.3f})" in legend_texts(disp.ax_)
     # Without a name the legend still shows the ECE.
     disp = ReliabilityDisplay.from_predictions(y, proba)
     assert disp.line_.get_label() == f"ECE = {ece:.3f}"
 
 
 def test_ece_with_sample_weight():
-    y, proba = _multiclass(n=1000)
+    y, proba = multiclass(n=1000)
     w = np.random.default_rng(1).uniform(0, 3, size=y.size)
     disp = ReliabilityDisplay.from_predictions(y, proba, sample_weight=w)
     curve = reliability_curve(y, proba, sample_weight=w)
@@ -186,12 +150,12 @@ def test_ece_with_sample_weight():
 
 
 def test_default_artists_and_labels():
-    y, proba = _multiclass()
+    y, proba = multiclass()
     disp = ReliabilityDisplay.from_predictions(y, proba, name="m")
     ax = disp.ax_
     assert disp.figure_ is ax.figure
     assert len(ax.get_lines()) == 2  # diagonal + curve
-    (diag,) = _diagonals(ax)
+    (diag,) = diagonals(ax)
     assert_allclose(diag.get_xydata(), [[0, 0], [1, 1]])
     assert diag.get_label() == "Perfectly calibrated"
     assert disp.line_.get_marker() == "s"
@@ -204,7 +168,7 @@ def test_default_artists_and_labels():
     assert xlim == ylim
     assert -0.05 < xlim[0] < 0 and 1 < xlim[1] < 1.05
     assert ax.get_aspect() == 1.0
-    assert _legend_texts(ax) == ["Perfectly calibrated", disp.line_.get_label()]
+    assert legend_texts(ax) == ["Perfectly calibrated", disp.line_.get_label()]
     assert ax.get_legend()._loc == 4  # "lower right"
 
 
@@ -229,7 +193,7 @@ def test_constructor_only_stores_and_plot_returns_self():
 
 
 def test_line_kwargs_and_aliases():
-    y, proba = _multiclass()
+    y, proba = multiclass()
     disp = ReliabilityDisplay.from_predictions(
         y, proba, color="tab:green", ls="--", marker="o", label="custom"
     )
@@ -243,18 +207,18 @@ def test_line_kwargs_and_aliases():
 
 # ---------------------------------------------------------------- overlays
 def test_overlay_two_displays_one_diagonal():
-    y, proba = _multiclass()
-    _, calibrated = _multiclass(sharpen=1.0)
+    y, proba = multiclass()
+    _, calibrated = multiclass(sharpen=1.0)
     d1 = ReliabilityDisplay.from_predictions(y, proba, name="sharp")
     d2 = ReliabilityDisplay.from_predictions(
         y, calibrated, name="calibrated", ax=d1.ax_
     )
     ax = d1.ax_
     assert d2.ax_ is ax and d2.figure_ is d1.figure_
-    assert len(_diagonals(ax)) == 1
+    assert len(diagonals(ax)) == 1
     model_lines = [line for line in ax.get_lines() if line.get_gid() != DIAGONAL_GID]
     assert model_lines == [d1.line_, d2.line_]
-    assert _legend_texts(ax) == [
+    assert legend_texts(ax) == [
         "Perfectly calibrated",
         d1.line_.get_label(),
         d2.line_.get_label(),
@@ -265,18 +229,18 @@ def test_overlay_two_displays_one_diagonal():
 
 
 def test_ref_line_false():
-    y, proba = _multiclass()
+    y, proba = multiclass()
     disp = ReliabilityDisplay.from_predictions(y, proba, ref_line=False)
-    assert _diagonals(disp.ax_) == []
-    assert _legend_texts(disp.ax_) == [disp.line_.get_label()]
+    assert diagonals(disp.ax_) == []
+    assert legend_texts(disp.ax_) == [disp.line_.get_label()]
     # A later display with ref_line=True adds it once.
     ReliabilityDisplay.from_predictions(y, proba, ax=disp.ax_)
     ReliabilityDisplay.from_predictions(y, proba, ax=disp.ax_)
-    assert len(_diagonals(disp.ax_)) == 1
+    assert len(diagonals(disp.ax_)) == 1
 
 
 def test_plot_on_given_axes():
-    y, proba = _multiclass()
+    y, proba = multiclass()
     fig, (ax1, ax2) = plt.subplots(1, 2)
     disp = ReliabilityDisplay.from_predictions(y, proba, ax=ax2)
     assert disp.ax_ is ax2 and disp.figure_ is fig
@@ -285,7 +249,7 @@ def test_plot_on_given_axes():
 
 # --------------------------------------------------------------- histogram
 def test_histogram_counts_panel():
-    y, proba = _multiclass()
+    y, proba = multiclass()
     disp = ReliabilityDisplay.from_predictions(y, proba, n_bins=10, show_histogram=True)
     ax, ax_hist = disp.ax_, disp.ax_hist_
     assert ax_hist is not None and ax_hist is not ax
@@ -310,7 +274,7 @@ def test_histogram_counts_panel():
 
 
 def test_histogram_density():
-    y, proba = _multiclass()
+    y, proba = multiclass()
     disp = ReliabilityDisplay.from_predictions(
         y, proba, strategy="quantile", show_histogram=True, histogram="density"
     )
@@ -322,8 +286,8 @@ def test_histogram_density():
 
 
 def test_overlay_histograms_share_one_panel():
-    y, proba = _multiclass()
-    _, calibrated = _multiclass(sharpen=1.0)
+    y, proba = multiclass()
+    _, calibrated = multiclass(sharpen=1.0)
     d1 = ReliabilityDisplay.from_predictions(y, proba, show_histogram=True)
     d2 = ReliabilityDisplay.from_predictions(
         y, calibrated, show_histogram=True, ax=d1.ax_
@@ -335,7 +299,7 @@ def test_overlay_histograms_share_one_panel():
 
 
 def test_histogram_panel_added_by_later_display():
-    y, proba = _multiclass()
+    y, proba = multiclass()
     d1 = ReliabilityDisplay.from_predictions(y, proba)
     assert d1.ax_.get_xlabel() == "Mean predicted confidence"
     d2 = ReliabilityDisplay.from_predictions(y, proba, ax=d1.ax_, show_histogram=True)
@@ -351,7 +315,7 @@ def test_histogram_panel_added_by_later_display():
 
 # --------------------------------------------------------- gaps, intervals
 def test_gaps():
-    y, proba = _multiclass()
+    y, proba = multiclass()
     disp = ReliabilityDisplay.from_predictions(y, proba, n_bins=10, show_gaps=True)
     keep = disp.curve.nonempty
     patches = disp.gaps_.patches
@@ -367,11 +331,11 @@ def test_gaps():
     assert np.sum(disp.counts[keep] * gap) / disp.counts.sum() == pytest.approx(
         disp.ece
     )
-    assert _legend_texts(disp.ax_) == ["Perfectly calibrated", disp.line_.get_label()]
+    assert legend_texts(disp.ax_) == ["Perfectly calibrated", disp.line_.get_label()]
 
 
 def test_gap_kwargs():
-    y, proba = _multiclass()
+    y, proba = multiclass()
     disp = ReliabilityDisplay.from_predictions(
         y, proba, show_gaps=True, gap_kwargs={"fc": "tab:red", "alpha": 0.5}
     )
@@ -381,7 +345,7 @@ def test_gap_kwargs():
 
 
 def test_intervals():
-    y, proba = _multiclass()
+    y, proba = multiclass()
     disp = ReliabilityDisplay.from_predictions(
         y, proba, n_bins=8, show_intervals=True, confidence_level=0.9
     )
@@ -406,7 +370,7 @@ def test_intervals_need_bounds():
 
 
 def test_all_options_together():
-    y, proba = _multiclass()
+    y, proba = multiclass()
     disp = ReliabilityDisplay.from_predictions(
         y, proba, show_histogram=True, show_gaps=True, show_intervals=True
     )
@@ -454,223 +418,3 @@ def test_constructor_all_nan_bins_do_not_crash():
     assert disp.line_.get_xydata().shape == (0, 2)
     assert [p.get_height() for p in disp.hist_.patches] == [0.0, 0.0]
     disp.figure_.canvas.draw()
-
-
-# ------------------------------------------------- binary, multiclass, kinds
-def test_binary_1d_equals_2d():
-    y, p = _binary()
-    d1 = ReliabilityDisplay.from_predictions(y, p, n_bins=10)
-    d2 = ReliabilityDisplay.from_predictions(y, np.column_stack((1 - p, p)), n_bins=10)
-    assert_allclose(d1.line_.get_xydata(), d2.line_.get_xydata())
-    assert d1.ece == pytest.approx(d2.ece)
-    # Top-1 confidence of a binary model is at least 1/2.
-    assert np.all(d1.line_.get_xydata()[:, 0] >= 0.5)
-
-
-def test_binary_classwise_matches_sklearn_calibration_curve():
-    y, p = _binary()
-    disp = ReliabilityDisplay.from_predictions(y, p, n_bins=10, kind="classwise")
-    prob_true, prob_pred = calibration_curve(y, p, n_bins=10)
-    assert_allclose(disp.line_.get_xydata(), np.column_stack((prob_pred, prob_true)))
-    assert disp.ax_.get_xlabel() == "Mean predicted probability (class 1)"
-    assert disp.ax_.get_ylabel() == "Fraction of positives"
-    # 2-D input with class_index=1 and pos_label=1 give the same curve.
-    for extra in ({"class_index": 1}, {"pos_label": 1}):
-        other = ReliabilityDisplay.from_predictions(
-            y, np.column_stack((1 - p, p)), n_bins=10, kind="classwise", **extra
-        )
-        assert_allclose(other.line_.get_xydata(), disp.line_.get_xydata())
-        assert other.ece == pytest.approx(disp.ece)
-
-
-def test_classwise_ece_from_plotted_bins():
-    y, proba = _multiclass()
-    disp = ReliabilityDisplay.from_predictions(
-        y, proba, kind="classwise", class_index=2
-    )
-    curve = reliability_curve(y, proba, kind="classwise", class_index=2)
-    keep = curve.nonempty
-    expected = np.sum(
-        curve.counts[keep] * np.abs(curve.accuracy[keep] - curve.mean_confidence[keep])
-    ) / np.sum(curve.counts[keep])
-    assert disp.ece == pytest.approx(expected)
-    assert f"ECE = {expected:.3f}" in disp.line_.get_label()
-    assert_allclose(
-        disp.line_.get_xydata(),
-        np.column_stack((curve.mean_confidence[keep], curve.accuracy[keep])),
-    )
-    # One-vs-rest: the same as sklearn's binary curve of column 2.
-    prob_true, prob_pred = calibration_curve(y == 2, proba[:, 2], n_bins=15)
-    assert_allclose(disp.line_.get_xydata(), np.column_stack((prob_pred, prob_true)))
-
-
-def test_classwise_pos_label_with_string_labels():
-    y, proba = _multiclass(k=3)
-    names = np.array(["cat", "dog", "fish"])
-    y_str = names[y]
-    by_label = ReliabilityDisplay.from_predictions(
-        y_str, proba, kind="classwise", pos_label="dog"
-    )
-    by_index = ReliabilityDisplay.from_predictions(
-        y_str, proba, kind="classwise", class_index=1
-    )
-    assert_allclose(by_label.line_.get_xydata(), by_index.line_.get_xydata())
-    assert by_label.ece == pytest.approx(by_index.ece)
-    assert by_label.class_label == by_index.class_label == "dog"
-    assert by_label.ax_.get_xlabel() == "Mean predicted probability (class dog)"
-    # Explicit labels decide the column order.
-    reordered = ReliabilityDisplay.from_predictions(
-        y_str,
-        proba[:, [1, 0, 2]],
-        kind="classwise",
-        pos_label="dog",
-        labels=["dog", "cat", "fish"],
-    )
-    assert_allclose(reordered.line_.get_xydata(), by_label.line_.get_xydata())
-
-
-def test_top_label_one_class():
-    y, proba = _multiclass()
-    disp = ReliabilityDisplay.from_predictions(
-        y, proba, kind="top_label", class_index=0
-    )
-    curve = reliability_curve(y, proba, kind="top_label", class_index=0)
-    keep = curve.nonempty
-    assert_allclose(
-        disp.line_.get_xydata(),
-        np.column_stack((curve.mean_confidence[keep], curve.accuracy[keep])),
-    )
-    # By hand: samples predicted as class 0, their confidence and correctness.
-    predicted = proba.argmax(axis=1) == 0
-    assert disp.counts.sum() == pytest.approx(predicted.sum())
-    assert disp.ax_.get_xlabel() == "Mean predicted confidence (predicted class 0)"
-    assert disp.ax_.get_ylabel() == "Observed accuracy (fraction correct)"
-
-
-def test_multiclass_confidence_by_hand():
-    y, proba = _multiclass(n=4000, k=5)
-    disp = ReliabilityDisplay.from_predictions(y, proba, n_bins=5)
-    conf = proba.max(axis=1)
-    correct = proba.argmax(axis=1) == y
-    # Right-closed bins (lo, hi], first bin [0, 0.2].
-    bins = np.clip(np.ceil(conf * 5).astype(int) - 1, 0, 4)
-    for j in np.flatnonzero(disp.curve.nonempty):
-        in_bin = bins == j
-        assert disp.counts[j] == in_bin.sum()
-        assert disp.prob_true[j] == pytest.approx(correct[in_bin].mean())
-        assert disp.prob_pred[j] == pytest.approx(conf[in_bin].mean())
-
-
-# ------------------------------------------------------------ from_estimator
-def _estimator_data(n_classes=3):
-    X, y = make_classification(
-        n_samples=3000,
-        n_features=8,
-        n_informative=5,
-        n_classes=n_classes,
-        random_state=0,
-    )
-    return (X[:1000], y[:1000]), (X[1000:2000], y[1000:2000]), (X[2000:], y[2000:])
-
-
-def test_from_estimator_plain_sklearn_classifier():
-    (Xt, yt), _, (Xe, ye) = _estimator_data()
-    clf = LogisticRegression().fit(Xt, yt)
-    disp = ReliabilityDisplay.from_estimator(clf, Xe, ye, show_histogram=True)
-    ref = ReliabilityDisplay.from_predictions(ye, clf.predict_proba(Xe))
-    assert_allclose(disp.line_.get_xydata(), ref.line_.get_xydata())
-    assert disp.ece == pytest.approx(ref.ece)
-    assert disp.line_.get_label() == f"LogisticRegression (ECE = {ref.ece:.3f})"
-
-
-def test_from_estimator_wrapper_mode_calibrator():
-    (Xt, yt), (Xc, yc), (Xe, ye) = _estimator_data()
-    clf = LogisticRegression().fit(Xt, yt)
-    cal = TemperatureCalibrator(estimator=clf).fit(Xc, yc)
-    disp = ReliabilityDisplay.from_estimator(
-        cal, Xe, ye, name="temperature", show_gaps=True
-    )
-    curve = reliability_curve(ye, cal.predict_proba(Xe))
-    keep = curve.nonempty
-    assert_allclose(
-        disp.line_.get_xydata(),
-        np.column_stack((curve.mean_confidence[keep], curve.accuracy[keep])),
-    )
-    assert disp.ece == pytest.approx(
-        expected_calibration_error(ye, cal.predict_proba(Xe))
-    )
-    assert disp.line_.get_label().startswith("temperature (ECE = ")
-    # Default name is the class name.
-    other = ReliabilityDisplay.from_estimator(cal, Xe, ye, ax=disp.ax_)
-    assert other.line_.get_label().startswith("TemperatureCalibrator (ECE = ")
-    assert len(_diagonals(disp.ax_)) == 1
-
-
-def test_from_estimator_pos_label_uses_classes():
-    (Xt, yt), _, (Xe, ye) = _estimator_data(n_classes=2)
-    names = np.array(["ham", "spam"])
-    clf = LogisticRegression().fit(Xt, names[yt])
-    disp = ReliabilityDisplay.from_estimator(
-        clf, Xe, names[ye], kind="classwise", pos_label="spam"
-    )
-    prob_true, prob_pred = calibration_curve(
-        names[ye], clf.predict_proba(Xe)[:, 1], n_bins=15, pos_label="spam"
-    )
-    assert_allclose(disp.line_.get_xydata(), np.column_stack((prob_pred, prob_true)))
-    assert disp.class_label == "spam"
-    assert disp.ax_.get_xlabel() == "Mean predicted probability (class spam)"
-    ham = ReliabilityDisplay.from_estimator(
-        clf, Xe, names[ye], kind="classwise", pos_label="ham"
-    )
-    assert ham.class_label == "ham"
-
-
-def test_from_estimator_raw_score_calibrator():
-    y, proba = _multiclass()
-    logits = np.log(proba)
-    cal = TemperatureCalibrator().fit(logits[:1500], y[:1500])
-    disp = ReliabilityDisplay.from_estimator(cal, logits[1500:], y[1500:])
-    ref = reliability_curve(y[1500:], cal.predict_proba(logits[1500:]))
-    assert_allclose(disp.counts, ref.counts)
-    uncal = ReliabilityDisplay.from_predictions(y[1500:], proba[1500:])
-    assert disp.ece < uncal.ece
-
-
-def test_from_estimator_without_predict_proba():
-    class NoProba:
-        classes_ = np.array([0, 1])
-
-    with pytest.raises(TypeError, match="predict_proba"):
-        ReliabilityDisplay.from_estimator(NoProba(), np.zeros((3, 1)), [0, 1, 1])
-
-
-# ---------------------------------------------------------------- bad input
-@pytest.mark.parametrize(
-    "params, match",
-    [
-        ({"kind": "unknown"}, "kind"),
-        ({"kind": "classwise", "class_index": 7}, "class_index"),
-        ({"kind": "top_label", "class_index": -1}, "class_index"),
-        ({"kind": "classwise", "pos_label": 9}, "pos_label"),
-        ({"kind": "classwise", "pos_label": 1, "class_index": 1}, "not both"),
-        ({"class_index": 1}, "kind='confidence'"),
-        ({"pos_label": 1}, "kind='confidence'"),
-        ({"histogram": "percent"}, "histogram"),
-    ],
-)
-def test_bad_input(params, match):
-    y, proba = _multiclass()
-    with pytest.raises(ValueError, match=match):
-        ReliabilityDisplay.from_predictions(y, proba, **params)
-
-
-def test_top_label_all_classes_shows_top_label_ece():
-    y, proba = _multiclass()
-    disp = ReliabilityDisplay.from_predictions(y, proba, kind="top_label")
-    pooled = ReliabilityDisplay.from_predictions(y, proba)
-    # The curve drawn pools the classes: the confidence curve.
-    assert_allclose(disp.line_.get_xydata(), pooled.line_.get_xydata())
-    ece = expected_calibration_error(y, proba, kind="top_label")
-    assert disp.ece == pytest.approx(ece, rel=1e-12)
-    assert disp.line_.get_label() == f"ECE = {ece:.3f}"
-    assert disp.ax_.get_xlabel() == "Mean predicted confidence"

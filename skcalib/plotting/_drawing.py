@@ -1,0 +1,163 @@
+"""Drawing helpers of :class:`~skcalib.plotting.ReliabilityDisplay`.
+
+One function per part of the diagram: the diagonal, the curve, the gap bars,
+the interval error bars, the histogram panel and its bars, and the axes
+(labels, limits, legend). Each takes the axes and the per-bin arrays and
+returns the artist it drew; none computes a statistic.
+
+matplotlib is imported inside the functions, so importing this module never
+imports it.
+"""
+
+import numpy as np
+
+#: ``gid`` of the diagonal; a second display on the same axes finds it and
+#: does not draw it again.
+REF_LINE_GID = "skcalib-reliability-diagonal"
+#: Attribute set on the main axes that points to its histogram panel, so that
+#: displays overlaid on the same axes share one panel.
+HIST_AX_ATTR = "_skcalib_reliability_hist_ax"
+REF_LINE_LABEL = "Perfectly calibrated"
+#: Drawn width of a zero-width bin (``[0, 0]``) in the confidence histogram.
+POINT_BIN_WIDTH = 0.01
+#: Space around ``[0, 1]`` on both axes.
+MARGIN = 0.02
+
+
+def import_pyplot():
+    """``matplotlib.pyplot``, or an ``ImportError`` that says how to get it."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ImportError(
+            "ReliabilityDisplay requires matplotlib: pip install skcalib[plot]"
+        ) from exc
+    return plt
+
+
+def merge_kwargs(defaults, user, artist_class):
+    """``defaults`` updated by ``user``, with matplotlib aliases resolved."""
+    from matplotlib.cbook import normalize_kwargs
+
+    merged = normalize_kwargs(dict(defaults), artist_class)
+    merged.update(normalize_kwargs(dict(user or {}), artist_class))
+    return merged
+
+
+def new_axes(show_histogram):
+    """Axes of a new figure, taller when a histogram panel will go below."""
+    plt = import_pyplot()
+    _, ax = plt.subplots(figsize=(5.5, 7.0) if show_histogram else (5.5, 5.5))
+    return ax
+
+
+def draw_diagonal(ax):
+    """Draw ``y = x`` unless a display already drew it on ``ax``."""
+    if any(line.get_gid() == REF_LINE_GID for line in ax.get_lines()):
+        return
+    ax.plot(
+        [0, 1],
+        [0, 1],
+        linestyle=":",
+        color="black",
+        linewidth=1,
+        label=REF_LINE_LABEL,
+        gid=REF_LINE_GID,
+        zorder=1.5,
+    )
+
+
+def draw_curve(ax, prob_pred, prob_true, label, kwargs):
+    """The curve through the shown bins (``marker="s"``, ``linestyle="-"``)."""
+    from matplotlib.lines import Line2D
+
+    defaults = {"marker": "s", "markersize": 4, "linestyle": "-"}
+    if label is not None:
+        defaults["label"] = label
+    return ax.plot(prob_pred, prob_true, **merge_kwargs(defaults, kwargs, Line2D))[0]
+
+
+def draw_gaps(ax, edges, prob_pred, prob_true, shown, color, gap_kwargs):
+    """One bar per shown bin, spanning it from the accuracy to the diagonal."""
+    from matplotlib.patches import Rectangle
+
+    defaults = {"color": color, "alpha": 0.25, "linewidth": 0, "zorder": 1}
+    return ax.bar(
+        edges[:-1][shown],
+        prob_pred[shown] - prob_true[shown],
+        width=np.diff(edges)[shown],
+        bottom=prob_true[shown],
+        align="edge",
+        **merge_kwargs(defaults, gap_kwargs, Rectangle),
+    )
+
+
+def draw_intervals(ax, prob_pred, prob_true, lower, upper, color, interval_kwargs):
+    """Error bars from ``lower`` to ``upper`` at each point of the curve."""
+    yerr = np.clip(np.vstack((prob_true - lower, upper - prob_true)), 0.0, None)
+    defaults = {"fmt": "none", "ecolor": color, "elinewidth": 1, "capsize": 2}
+    return ax.errorbar(
+        prob_pred, prob_true, yerr=yerr, **{**defaults, **(interval_kwargs or {})}
+    )
+
+
+def histogram_axes(ax):
+    """The histogram panel below ``ax``, created on first use and then shared."""
+    existing = getattr(ax, HIST_AX_ATTR, None)
+    if existing is not None:
+        return existing
+    from mpl_toolkits.axes_grid1 import make_axes_locatable
+
+    ax_hist = make_axes_locatable(ax).append_axes(
+        "bottom", size="28%", pad=0.12, sharex=ax
+    )
+    setattr(ax, HIST_AX_ATTR, ax_hist)
+    ax.tick_params(axis="x", labelbottom=False)
+    return ax_hist
+
+
+def histogram_heights(counts, edges, histogram):
+    """Bar widths and heights: weighted counts, or a density on ``[0, 1]``.
+
+    A quantile bin ``[0, 0]`` (a mass of scores at exactly 0) has no width: it
+    is drawn, and its density computed, on a sliver of
+    :data:`POINT_BIN_WIDTH`.
+    """
+    widths = np.diff(edges)
+    widths = np.where(widths > 0, widths, POINT_BIN_WIDTH)
+    if histogram == "counts":
+        return widths, counts
+    total = counts.sum()
+    return widths, counts / (total * widths) if total > 0 else counts * 0.0
+
+
+def draw_histogram(ax_hist, counts, edges, histogram, color, hist_kwargs):
+    """One bar per bin (empty ones included) in the histogram panel."""
+    from matplotlib.patches import Rectangle
+
+    widths, heights = histogram_heights(counts, edges, histogram)
+    defaults = {"color": color, "alpha": 0.4, "edgecolor": color, "linewidth": 0.8}
+    bars = ax_hist.bar(
+        edges[:-1],
+        heights,
+        width=widths,
+        align="edge",
+        **merge_kwargs(defaults, hist_kwargs, Rectangle),
+    )
+    ax_hist.set_ylabel("Count" if histogram == "counts" else "Density")
+    return bars
+
+
+def finish_axes(ax, xlabel, ylabel):
+    """Square ``[0, 1]`` limits, axis labels (the x label under the histogram
+    panel when there is one) and the legend."""
+    limits = (-MARGIN, 1 + MARGIN)
+    ax.set(xlim=limits, ylim=limits, ylabel=ylabel)
+    ax.set_aspect("equal", adjustable="box")
+    bottom_ax = getattr(ax, HIST_AX_ATTR, None)
+    if bottom_ax is None:
+        ax.set_xlabel(xlabel)
+    else:
+        ax.set_xlabel("")
+        bottom_ax.set_xlabel(xlabel)
+    ax.legend(loc="lower right", fontsize="small")
