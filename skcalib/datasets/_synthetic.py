@@ -24,7 +24,7 @@ __all__ = ["make_miscalibrated_scores"]
 def make_miscalibrated_scores(
     n_samples=1000, n_classes=2, *, temperature=2.0, class_sep=2.0, random_state=None
 ):
-    """Logits whose true calibration map is temperature scaling by ``temperature``.
+    """Draw logits whose true calibration map is temperature scaling by ``temperature``.
 
     True logits ``z`` are drawn as ``class_sep * N(0, I_K)``; each label is drawn
     from ``softmax(z)``, so ``softmax(z)`` is perfectly calibrated. The returned

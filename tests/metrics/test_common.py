@@ -1,0 +1,383 @@
+"""Common tests of every public metric, in the style of scikit-learn's
+``sklearn/metrics/tests/test_common.py``: a registry of the metrics (with
+the options that change what they compute) crossed with the invariances that
+every one of them promises, and with the agreement of the backends that
+each supports (numpy, Dask arrays, :class:`~skcalib.metrics.CalibrationAccumulator`).
+
+Support is read from the code, not listed: a metric supports Dask when it
+does not raise the documented ``TypeError`` ("needs in-memory arrays") on
+Dask input, and the accumulator when it has a method of the metric's name
+taking the registry entry's options (uniform bins only: the accumulator
+sums into fixed edges). The randomised versions of the permutation and
+weight invariances are in ``tests/test_properties.py``.
+"""
+
+import dataclasses
+import inspect
+import warnings
+from functools import partial
+
+import numpy as np
+import pytest
+from _discovery import metric_functions
+
+import skcalib.metrics as M
+
+# ----------------------------------------------------------------- registry
+#: name -> (function, options). Each option that changes what is computed
+#: (bins, kind, norm, averaging, debiasing, loss) has an entry of its own.
+PROBA_METRICS = {
+    "ece": (M.expected_calibration_error, {}),
+    "ece_quantile": (M.expected_calibration_error, {"strategy": "quantile"}),
+    "ece_top_label": (M.expected_calibration_error, {"kind": "top_label"}),
+    "ece_classwise": (M.expected_calibration_error, {"kind": "classwise"}),
+    "ece_classwise_rms": (
+        M.expected_calibration_error,
+        {"kind": "classwise", "average": "rms"},
+    ),
+    "ece_l2": (M.expected_calibration_error, {"norm": "l2"}),
+    "ece_max": (M.expected_calibration_error, {"norm": "max"}),
+    "ece_debiased": (M.expected_calibration_error, {"norm": "l2", "debias": True}),
+    "mce": (M.maximum_calibration_error, {}),
+    "mce_quantile": (M.maximum_calibration_error, {"strategy": "quantile"}),
+    "mce_classwise": (M.maximum_calibration_error, {"kind": "classwise"}),
+    "classwise_ce": (M.classwise_calibration_error, {}),
+    "classwise_ce_quantile": (
+        M.classwise_calibration_error,
+        {"strategy": "quantile"},
+    ),
+    "classwise_ce_l2_debiased": (
+        M.classwise_calibration_error,
+        {"norm": "l2", "debias": True},
+    ),
+    "reliability_curve": (M.reliability_curve, {}),
+    "reliability_curve_quantile": (M.reliability_curve, {"strategy": "quantile"}),
+    "reliability_curve_classwise": (
+        M.reliability_curve,
+        {"kind": "classwise", "class_index": 1},
+    ),
+    "brier": (M.brier_score, {}),
+    "nll": (M.negative_log_likelihood, {}),
+    "ece_interval": (
+        M.calibration_error_interval,
+        {"n_resamples": 200, "random_state": 0},
+    ),
+    "refinement": (M.calibration_refinement_decomposition, {}),
+    "refinement_brier_isotonic": (
+        M.calibration_refinement_decomposition,
+        {"loss": "brier", "recalibration": "isotonic"},
+    ),
+}
+#: Set metrics: ``f(y_true, y_sets)`` or ``f(y_sets)``.
+SET_METRICS = {
+    "set_coverage": (M.set_coverage_score, True),
+    "classwise_set_coverage": (M.classwise_set_coverage, True),
+    "mean_set_size": (M.mean_set_size, False),
+}
+
+#: Result fields that count rows, not weight, by their documentation
+#: (``n_samples`` ignores weights; ``lower``/``upper`` use Kish's effective
+#: sample size): not compared between weights and repeated rows.
+ROW_COUNT_FIELDS = {"n_samples", "lower", "upper"}
+#: Result fields that are weight totals: they scale with the weights.
+WEIGHT_TOTAL_FIELDS = {"counts"}
+#: Debiased errors subtract a variance estimate with the effective sample
+#: size ``(sum w)^2 / sum w^2``; repeated rows raise the row count instead.
+COUNTS_ROWS = {"ece_debiased", "classwise_ce_l2_debiased"}
+#: The bootstrap interval: unweighted, it resamples the counts of (bin,
+#: outcome) groups (free of the row order: tested); weighted, it resamples
+#: rows by position (a seed gives other draws to permuted rows), and a weight
+#: of 2 is not a row that can be drawn twice.
+RESAMPLES = {"ece_interval"}
+#: The isotonic (CORP) decomposition is binary: its entries get two classes.
+BINARY_ONLY = {"refinement_brier_isotonic"}
+
+
+# --------------------------------------------------------------------- data
+def _data(k=3, n=300, seed=0):
+    """Probabilities exactly representable in float32 (so that float32 and
+    float64 input are the same numbers), labels drawn from them."""
+    rng = np.random.default_rng(seed)
+    Z = 2.0 * rng.normal(size=(n, k))
+    P = np.exp(Z - Z.max(axis=1, keepdims=True))
+    P = (P / P.sum(axis=1, keepdims=True)).astype(np.float32).astype(np.float64)
+    y = (rng.uniform(size=(n, 1)) > np.cumsum(P, axis=1)).sum(axis=1)
+    y = np.minimum(y, k - 1)
+    y[:k] = np.arange(k)
+    return y, P
+
+
+def _data_for(name, n=300, seed=0):
+    return _data(k=2 if name in BINARY_ONLY else 3, n=n, seed=seed)
+
+
+def _call(name, y, P, **kw):
+    func, options = PROBA_METRICS[name]
+    if "class_index" in options and P.ndim == 1:
+        options = {k: v for k, v in options.items() if k != "class_index"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return func(y, P, **options, **kw)
+
+
+def _values(result, skip=(), per_weight=1.0):
+    """A result as ``{field: value}`` (a float, an array, or the fields of
+    a result dataclass but ``skip``; weight totals divided by ``per_weight``)."""
+    if not dataclasses.is_dataclass(result):
+        return {"value": result}
+    out = {}
+    for f in dataclasses.fields(result):
+        if f.name not in skip:
+            v = getattr(result, f.name)
+            out[f.name] = (
+                np.asarray(v) / per_weight if f.name in WEIGHT_TOTAL_FIELDS else v
+            )
+    return out
+
+
+def assert_same_result(a, b, what, rtol=1e-10, atol=1e-12, skip=(), per_weight=1.0):
+    va, vb = _values(a, skip), _values(b, skip, per_weight)
+    assert va.keys() == vb.keys(), what
+    for key, x in va.items():
+        if isinstance(x, str) or x is None:
+            assert vb[key] == x, f"{what}: {key}"
+        else:
+            np.testing.assert_allclose(
+                np.asarray(vb[key], float),
+                np.asarray(x, float),
+                rtol=rtol,
+                atol=atol,
+                equal_nan=True,
+                err_msg=f"{what}: {key}",
+            )
+
+
+def _tolerance(name):
+    """Refinement fits a temperature by a solver: rtol 1e-7."""
+    return {"rtol": 1e-7} if name.startswith("refinement") else {}
+
+
+PROBA = pytest.mark.parametrize("name", sorted(PROBA_METRICS))
+
+
+# -------------------------------------------------------------- invariances
+def _permutation_cases():
+    for name in sorted(PROBA_METRICS):
+        for weighted in (False, True):
+            wid = "weighted" if weighted else "unweighted"
+            yield pytest.param(name, weighted, id=f"{name}-{wid}")
+
+
+@pytest.mark.parametrize(("name", "weighted"), list(_permutation_cases()))
+def test_row_permutation(name, weighted):
+    if weighted and name in RESAMPLES:
+        pytest.skip(f"{name}: weighted, the bootstrap draws rows by position")
+    y, P = _data_for(name)
+    perm = np.random.default_rng(1).permutation(y.size)
+    w = np.random.default_rng(2).uniform(0.5, 2.0, y.size) if weighted else None
+    a = _call(name, y, P, sample_weight=w)
+    b = _call(name, y[perm], P[perm], sample_weight=None if w is None else w[perm])
+    assert_same_result(a, b, "rows permuted", **_tolerance(name))
+
+
+@PROBA
+def test_unit_weights_are_no_weights(name):
+    y, P = _data_for(name)
+    a = _call(name, y, P)
+    b = _call(name, y, P, sample_weight=np.ones(y.size))
+    assert_same_result(a, b, "sample_weight=ones", **_tolerance(name))
+
+
+@PROBA
+def test_integer_weights_are_repeated_rows(name):
+    if name in RESAMPLES | COUNTS_ROWS:
+        pytest.skip(f"{name}: the result counts rows by design")
+    y, P = _data_for(name)
+    w = np.random.default_rng(3).integers(0, 4, y.size)
+    w[:3] = np.maximum(w[:3], 1)  # every class keeps a row
+    a = _call(name, y, P, sample_weight=w.astype(float))
+    b = _call(name, np.repeat(y, w), np.repeat(P, w, axis=0))
+    assert_same_result(
+        a, b, "weights vs rows", skip=ROW_COUNT_FIELDS, **_tolerance(name)
+    )
+
+
+@PROBA
+@pytest.mark.parametrize("factor", [7.0, 1e-3])
+def test_weight_scale(name, factor):
+    y, P = _data_for(name)
+    w = np.random.default_rng(4).uniform(0.5, 2.0, y.size)
+    a = _call(name, y, P, sample_weight=w)
+    b = _call(name, y, P, sample_weight=w * factor)
+    assert_same_result(
+        a, b, f"weights x {factor}", per_weight=factor, **_tolerance(name)
+    )
+
+
+@PROBA
+def test_labels_given_equal_labels_inferred(name):
+    y, P = _data_for(name)
+    names = np.array(["ant", "bee", "cat"])[: P.shape[1]]
+    a = _call(name, y, P)
+    labels = np.arange(P.shape[1])
+    assert_same_result(a, _call(name, y, P, labels=labels), "labels=[0, 1, ...]")
+    b = _call(name, names[y], P, labels=names)
+    assert_same_result(a, b, "string labels", **_tolerance(name))
+
+
+@PROBA
+def test_binary_1d_equals_2d(name):
+    y, P = _data(k=2)
+    p = P[:, 1]
+    a = _call(name, y, p)
+    b = _call(name, y, np.column_stack([1 - p, p]))
+    assert_same_result(a, b, "1-D vs [1 - p, p]", **_tolerance(name))
+
+
+@PROBA
+def test_float32_close_to_float64(name):
+    y, P = _data_for(name)
+    a = _call(name, y, P)
+    b = _call(name, y, P.astype(np.float32))
+    assert_same_result(a, b, "float32", rtol=1e-5, atol=1e-6)
+
+
+# ----------------------------------------------------------------- backends
+def _dask_supported(name):
+    """False when the metric raises the documented TypeError on Dask input."""
+    da = pytest.importorskip("dask.array")
+    y, P = _data_for(name, n=30)
+    try:
+        _call(name, da.from_array(y, chunks=10), da.from_array(P, chunks=(10, -1)))
+    except TypeError as exc:
+        assert "in-memory arrays" in str(exc), exc  # the documented refusal
+        return False
+    return True
+
+
+@PROBA
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_dask_agrees_with_numpy(name, weighted):
+    if not _dask_supported(name):
+        pytest.skip(f"{name} refuses Dask input (documented TypeError)")
+    da = pytest.importorskip("dask.array")
+    y, P = _data_for(name)
+    w = np.random.default_rng(5).uniform(0.5, 2.0, y.size) if weighted else None
+    kw = {} if w is None else {"sample_weight": da.from_array(w, chunks=100)}
+    a = _call(name, y, P, **({} if w is None else {"sample_weight": w}))
+    b = _call(
+        name, da.from_array(y, chunks=100), da.from_array(P, chunks=(100, -1)), **kw
+    )
+    assert_same_result(a, b, "dask", rtol=1e-9, atol=1e-12)
+
+
+def _accumulator_method(name):
+    """The accumulator method computing this registry entry, or None."""
+    return _accumulator_support(name)[0]
+
+
+def _accumulator_support(name):
+    """``(method, None)`` or ``(None, why not)``."""
+    func, options = PROBA_METRICS[name]
+    method = getattr(M.CalibrationAccumulator, func.__name__, None)
+    if method is None:
+        return None, f"CalibrationAccumulator has no {func.__name__}"
+    if options.get("strategy", "uniform") != "uniform":
+        return None, "CalibrationAccumulator sums into uniform bins"
+    accepted = set(inspect.signature(method).parameters) - {"self"}
+    if not set(options) <= accepted:
+        return None, f"CalibrationAccumulator.{func.__name__} takes no {options}"
+    return partial(method, **options), None
+
+
+@PROBA
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_accumulator_agrees_with_numpy(name, weighted):
+    method, why_not = _accumulator_support(name)
+    if method is None:
+        pytest.skip(f"{name}: {why_not}")
+    y, P = _data_for(name)
+    w = np.random.default_rng(6).uniform(0.5, 2.0, y.size) if weighted else None
+    acc = M.CalibrationAccumulator(labels=np.arange(P.shape[1]))
+    for rows in np.array_split(np.arange(y.size), 3):
+        acc.update(y[rows], P[rows], sample_weight=None if w is None else w[rows])
+    a = _call(name, y, P, sample_weight=w)
+    assert_same_result(a, method(acc), "accumulator, 3 chunks", rtol=1e-9, atol=1e-12)
+
+
+def test_accumulator_and_dask_cover_the_uniform_binned_metrics():
+    """Support read from the code is not empty: a backend that lost a
+    metric must be noticed, not skipped."""
+    assert {n for n in PROBA_METRICS if _accumulator_method(n)} >= {
+        "ece",
+        "mce",
+        "classwise_ce",
+        "reliability_curve",
+        "brier",
+        "nll",
+    }
+    assert {n for n in PROBA_METRICS if _dask_supported(n)} >= {
+        "ece",
+        "ece_quantile",
+        "mce",
+        "reliability_curve",
+        "brier",
+        "nll",
+    }
+
+
+# -------------------------------------------------------------- set metrics
+def _sets(k=3, n=300, seed=0):
+    y, P = _data(k, n, seed)
+    return y, P > 0.2
+
+
+def _call_set(name, y, S, **kw):
+    func, takes_y = SET_METRICS[name]
+    return func(y, S, **kw) if takes_y else func(S, **kw)
+
+
+SETS = pytest.mark.parametrize("name", sorted(SET_METRICS))
+
+
+@SETS
+def test_set_metric_invariances(name):
+    y, S = _sets()
+    w = np.random.default_rng(7).integers(0, 4, y.size)
+    w[:3] = np.maximum(w[:3], 1)
+    perm = np.random.default_rng(8).permutation(y.size)
+    a = _call_set(name, y, S)
+    assert_same_result(a, _call_set(name, y[perm], S[perm]), "rows permuted")
+    assert_same_result(a, _call_set(name, y, S, sample_weight=np.ones(y.size)), "ones")
+    b = _call_set(name, y, S, sample_weight=w.astype(float))
+    c = _call_set(name, np.repeat(y, w), np.repeat(S, w, axis=0))
+    assert_same_result(b, c, "weights vs rows")
+    d = _call_set(name, y, S, sample_weight=7.0 * w)
+    assert_same_result(b, d, "weights x 7")
+    if SET_METRICS[name][1]:
+        assert_same_result(a, _call_set(name, y, S, labels=[0, 1, 2]), "labels")
+
+
+@SETS
+def test_set_metric_dask_agrees_with_numpy(name):
+    da = pytest.importorskip("dask.array")
+    y, S = _sets()
+    a = _call_set(name, y, S)
+    b = _call_set(
+        name, da.from_array(y, chunks=100), da.from_array(S, chunks=(100, -1))
+    )
+    assert_same_result(a, b, "dask")
+
+
+# ------------------------------------------------------------- completeness
+def test_registry_covers_every_public_metric():
+    registered = {f for f, _ in PROBA_METRICS.values()}
+    registered |= {f for f, _ in SET_METRICS.values()}
+    discovered = set(metric_functions()) | {
+        getattr(M, n)
+        for n in M.__all__
+        if inspect.isfunction(getattr(M, n))
+        and "y_sets" in list(inspect.signature(getattr(M, n)).parameters)[:2]
+    }
+    assert discovered - registered == set()
+    assert {M.set_coverage_score, M.classwise_set_coverage} <= discovered
