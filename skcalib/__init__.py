@@ -5,6 +5,7 @@ calibrator, and plot it (:mod:`skcalib.plotting`, needs matplotlib). Nothing
 heavy is imported here.
 """
 
+from skcalib._version import __version__
 from skcalib.calibration import (
     BetaCalibrator,
     CalibratedClassifier,
@@ -23,8 +24,6 @@ from skcalib.calibration import (
 )
 from skcalib.conformal import ConformalClassifier
 from skcalib.selection import AutoCalibrator
-
-__version__ = "0.1.0.dev0"
 
 __all__ = [
     "AutoCalibrator",

@@ -315,8 +315,8 @@ def _report(args, methods):
 
 
 def _meta(args, pred, decision, methods):
-    import skcalib
     from skcalib._report import INTERVAL
+    from skcalib._version import __version__
 
     return {
         "source": pred.source,
@@ -334,7 +334,7 @@ def _meta(args, pred, decision, methods):
         "ece_interval": INTERVAL,
         "notes": list(pred.notes),
         "legend": LEGEND,
-        "skcalib_version": skcalib.__version__,
+        "skcalib_version": __version__,
     }
 
 
@@ -383,7 +383,7 @@ def _print_report(args, rows, meta):
 def _write(args, rows, probas, scores, pred, decision, methods, meta):
     if not (args.out or args.html):
         return
-    from skcalib._report import fit_best
+    from skcalib._report import fit_best, uncalibrated_proba
     from skcalib._report_html import MATPLOTLIB_HINT, reliability_png
     from skcalib._report_out import write_run, write_single
 
@@ -391,6 +391,11 @@ def _write(args, rows, probas, scores, pred, decision, methods, meta):
     best = next(r for r in rows if r.get("best"))
     calibrated = [r["method"] for r in rows[1:]]
     names = ["uncalibrated"] + ([best["method"]] if best is not rows[0] else [])
+    # the model's own probabilities, for the diagrams only: dropped before the
+    # best method is refitted (peak memory)
+    own = uncalibrated_proba(scores, pred.labels, decision.score_type)
+    probas = {"uncalibrated": own, **probas}
+    del own
     png = reliability_png(
         pred.labels,
         probas,
@@ -399,6 +404,8 @@ def _write(args, rows, probas, scores, pred, decision, methods, meta):
     )
     if png is None:
         print(f"skcalib report: note: {MATPLOTLIB_HINT}", file=sys.stderr)
+    page = _html(meta, rows, probas, pred, calibrated) if args.html else None
+    del probas
     written = []
     if args.out:
         files = {"report.json": json.dumps(report_obj, indent=2).encode()}
@@ -420,7 +427,6 @@ def _write(args, rows, probas, scores, pred, decision, methods, meta):
         }
         written += write_run(args.out, files, args.force, run_meta)
     if args.html:
-        page = _html(meta, rows, probas, pred, calibrated)
         written.append(write_single(args.html, page.encode("utf-8"), args.force))
     if args.format != "json":
         for path in written:

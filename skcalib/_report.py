@@ -2,7 +2,6 @@
 and score them out of fold. No printing here (see ``skcalib._cli``); reading
 is in ``skcalib._report_io``, writing in ``skcalib._report_out``."""
 
-import inspect
 import re
 import time
 
@@ -10,10 +9,11 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.model_selection import StratifiedKFold
 
-import skcalib
-from skcalib._base import BaseCalibrator
-from skcalib._core.scores import resolve_score_type, to_log_proba
+from skcalib._base import _skcalib_calibrators
+from skcalib._core.scores import resolve_score_type
 from skcalib._report_io import DataError
+from skcalib.calibration import IdentityCalibrator
+from skcalib.conformal import ConformalClassifier
 from skcalib.metrics import (
     brier_score,
     calibration_error_interval,
@@ -46,14 +46,13 @@ def _method_name(cls):
 
 def available_methods():
     """Every public calibrator of skcalib by command-line name, except those
-    of :data:`SKIPPED_METHODS`."""
-    methods = {}
-    for name in skcalib.__all__:
-        obj = getattr(skcalib, name)
-        if hasattr(obj, "predict_set"):
-            continue  # prediction sets (ConformalClassifier), not a calibrator
-        if inspect.isclass(obj) and issubclass(obj, BaseCalibrator):
-            methods[_method_name(obj)] = obj
+    of :data:`SKIPPED_METHODS` and :class:`~skcalib.ConformalClassifier`
+    (prediction sets, not calibrated probabilities)."""
+    methods = {
+        _method_name(cls): cls
+        for cls in _skcalib_calibrators()
+        if not issubclass(cls, ConformalClassifier)
+    }
     return {k: v for k, v in sorted(methods.items()) if k not in SKIPPED_METHODS}
 
 
@@ -119,11 +118,19 @@ def check_data(labels, scores, path, cv):
 
 
 # --------------------------------------------------------------- evaluation
-def uncalibrated_proba(scores, score_type, n_classes):
-    """The model's own probabilities as an (n, K) array."""
-    if score_type == "probability" and scores.ndim == 2 and scores.shape[1] > 1:
-        return scores
-    return np.exp(to_log_proba(scores.astype(np.float64), score_type, n_classes))
+def uncalibrated_proba(scores, y, score_type):
+    """The model's own probabilities as an (n, K) array: those of
+    :class:`~skcalib.IdentityCalibrator` (the reference of every method).
+
+    Logits are read in float64 (the softmax of float32 logits would carry
+    float32 round-off into the metrics); probabilities keep their dtype, so
+    that float32 values on bin edges stay in their bins (design notes,
+    "Float32 scores are compared with float32 edges").
+    """
+    if score_type == "logit":
+        scores = scores.astype(np.float64, copy=False)
+    identity = IdentityCalibrator(score_type=score_type).fit(scores, y)
+    return identity.predict_proba(scores)
 
 
 def score_row(name, y, proba, classes, fit_seconds, random_state):
@@ -198,14 +205,15 @@ N_KEPT = 2
 
 def run_report(scores, y, *, methods, score_type, cv=5, random_state=0, progress=None):
     """Rows of the report (uncalibrated first, then sorted by NLL) and the
-    out-of-fold probabilities of the uncalibrated model and of the
-    :data:`N_KEPT` best methods. ``score_type`` is resolved (``"logit"`` or
-    ``"probability"``)."""
+    out-of-fold probabilities of the :data:`N_KEPT` best methods (those of
+    the model itself are :func:`uncalibrated_proba`'s, computed again where a
+    diagram needs them: not held while the calibrators fit, for peak memory).
+    ``score_type`` is resolved (``"logit"`` or ``"probability"``)."""
     classes = np.unique(y)
-    probas = {"uncalibrated": uncalibrated_proba(scores, score_type, classes.size)}
-    rows = [
-        score_row("uncalibrated", y, probas["uncalibrated"], classes, 0.0, random_state)
-    ]
+    proba = uncalibrated_proba(scores, y, score_type)
+    rows = [score_row("uncalibrated", y, proba, classes, 0.0, random_state)]
+    del proba
+    probas = {}
     for name, cls in methods.items():
         oof, seconds, chosen = cross_fit(
             cls, scores, y, score_type, cv, random_state, progress

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import SHARED_DATA
+from _data import SHARED_DATA
 
 from skcalib._cli import format_table, main
 from skcalib._report_io import ReadOptions, read_csv
@@ -194,3 +194,43 @@ def test_format_table_marks_best():
     )
     text = format_table([row], "text")
     assert "m *" in text and "[0.0500, 0.1500]" in text
+
+
+def test_version_in_report_is_the_package_version(capsys):
+    # the report reads the version from skcalib._version (it may not import
+    # the facade, tests/test_layers.py): one version string
+    import skcalib
+    from skcalib._version import __version__
+
+    assert __version__ == skcalib.__version__
+    code, out, _ = run_here(
+        capsys, "report", "--methods", "temperature", "--cv", "2", "--format", "json"
+    )
+    assert code == 0
+    assert json.loads(out)["skcalib_version"] == skcalib.__version__
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_uncalibrated_row_is_the_softmax_of_the_logits(dtype):
+    # the model's own probabilities (IdentityCalibrator's): scipy's softmax
+    # of the float64 logits, also for float32 input
+    from scipy.special import softmax
+
+    from skcalib._report import available_methods, uncalibrated_proba
+
+    rng = np.random.default_rng(0)
+    z = (rng.normal(size=(50, 3)) * 3).astype(dtype)
+    proba = uncalibrated_proba(z, rng.integers(0, 3, 50), "logit")
+    assert proba.dtype == np.float64
+    np.testing.assert_allclose(proba, softmax(z.astype(np.float64), axis=1), rtol=1e-13)
+    p = softmax(z.astype(np.float64), axis=1)[:, 1]  # binary, 1-D
+    both = uncalibrated_proba(p, (p > 0.5).astype(int), "probability")
+    np.testing.assert_array_equal(both, np.column_stack([1 - p, p]))
+    # float32 probabilities stay float32 (bin edges compared in float32)
+    p32 = np.array([[0.1, 0.9], [0.3, 0.7], [0.5, 0.5]], dtype=np.float32)
+    same = uncalibrated_proba(p32, [0, 1, 1], "probability")
+    assert same.dtype == np.float32
+    np.testing.assert_array_equal(same, p32)
+    methods = available_methods()
+    assert "identity" not in methods and "conformal_classifier" not in methods
+    assert {"auto", "temperature", "platt", "isotonic"} <= set(methods)
