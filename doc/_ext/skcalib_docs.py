@@ -11,6 +11,10 @@
   the file is missing, so it appears as soon as it is written.
 * ``.. include-if-importable:: module`` includes ``:file:`` when ``module``
   imports, and the directive's own content otherwise.
+* ``.. skcalib-chunk-capable::`` writes the bullet list of the calibrators
+  that fit in chunks and on Dask arrays, read from the code when the page is
+  built (:func:`skcalib._base.chunk_capable_names`), so the page cannot
+  drift from it.
 * :class:`ExampleOrder` sorts the gallery in reading order.
 """
 
@@ -194,6 +198,31 @@ class IncludeIfImportable(Include):
         return super().run()
 
 
+class ChunkCapable(SphinxDirective):
+    """A bullet list of skcalib's chunk-capable calibrators, each with the
+    condition on its parameters, if any (``chunk_capable_names()``)."""
+
+    def run(self):
+        from skcalib._base import chunk_capable_names
+
+        self.env.note_reread()  # the list depends on the library
+        lines = []
+        for entry in chunk_capable_names():
+            name, _, condition = entry.partition(" (")
+            item = f"* :class:`~skcalib.{name}`"
+            if condition:
+                item += f" (``{condition.removesuffix(')')}``)"
+            lines.append(item)
+        if not lines:
+            raise self.error("skcalib.chunk_capable_names() is empty")
+        source, line = self.get_source_info()
+        container = nodes.container()
+        self.state.nested_parse(
+            StringList(lines, source=f"{source}:{line}"), 0, container
+        )
+        return container.children
+
+
 def _parse_content(directive):
     container = nodes.container()
     directive.state.nested_parse(directive.content, directive.content_offset, container)
@@ -205,5 +234,6 @@ def setup(app):
     app.connect("doctree-read", _drop_namespace)
     app.add_directive("include-if-exists", IncludeIfExists)
     app.add_directive("include-if-importable", IncludeIfImportable)
+    app.add_directive("skcalib-chunk-capable", ChunkCapable)
     app.add_css_file("skcalib.css")
     return {"parallel_read_safe": True, "parallel_write_safe": True}
