@@ -494,7 +494,7 @@ def calibration_error_interval(
     Measured coverage of the true binned error by 90% intervals (binary,
     ``make_miscalibrated_scores(class_sep=2)``, 15 uniform bins, the target
     computed from the known calibration map on 2e6 samples;
-    ``tests/test_no_guess_intervals.py``, 600 draws, Monte-Carlo standard
+    ``tests/metrics/test_no_guess_intervals.py``, 600 draws, Monte-Carlo standard
     error 0.012):
 
     =====  ======  ============  ===========================
