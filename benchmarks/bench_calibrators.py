@@ -142,14 +142,18 @@ def bench_binning(n, repeat, rng):
     out = {}
 
     def ours():
-        out["ours"] = HistogramBinningCalibrator(n_bins=15).fit(p, y).predict_proba(p)
+        out["ours"] = (
+            HistogramBinningCalibrator(n_bins=15, strategy="uniform")
+            .fit(p, y)
+            .predict_proba(p)
+        )
 
     def ours_numpy():
         # The same calibrator without the compiled kernels of the `fast` extra.
         kernels_for = _accel.kernels_for
         _accel.kernels_for = lambda size: None
         try:
-            cal = HistogramBinningCalibrator(n_bins=15).fit(p, y)
+            cal = HistogramBinningCalibrator(n_bins=15, strategy="uniform").fit(p, y)
             out["numpy"] = cal.predict_proba(p)
         finally:
             _accel.kernels_for = kernels_for
