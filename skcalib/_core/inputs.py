@@ -191,9 +191,17 @@ def _check_y(y_true, allow_empty=False):
     return y
 
 
-def _resolve_classes(y, n_columns, labels):
-    """The labels of the ``y_proba`` columns (``n_columns == 1``: binary 1-D)."""
-    expected = 2 if n_columns == 1 else n_columns
+def _resolve_classes(y, n_columns, labels, *, name="y_proba", binary_1d=True):
+    """The labels of the columns of ``name`` (``y_proba``; the set metrics:
+    ``y_sets``).
+
+    ``labels`` when given (1-D, unique, one per column); else the sorted
+    labels of ``y``, which must then be as many as the columns (the columns
+    are never guessed: ``ValueError`` naming ``labels=`` otherwise). With
+    ``binary_1d``, one column is a binary 1-D ``y_proba`` (two labels).
+    """
+    binary = binary_1d and n_columns == 1
+    expected = 2 if binary else n_columns
     if labels is not None:
         classes = np.asarray(labels)
         if classes.ndim != 1:
@@ -201,8 +209,8 @@ def _resolve_classes(y, n_columns, labels):
         if classes.size != expected:
             what = (
                 "1-D y_proba (binary: probability of labels[1]) needs exactly 2 labels"
-                if n_columns == 1
-                else f"y_proba has {n_columns} columns"
+                if binary
+                else f"{name} has {n_columns} columns"
             )
             raise ValueError(
                 f"{what}, but labels has {classes.size}: {classes.tolist()}."
@@ -214,7 +222,7 @@ def _resolve_classes(y, n_columns, labels):
     if present.size == expected:
         return present
     shown = present[:10].tolist()
-    if n_columns == 1:
+    if binary:
         raise ValueError(
             "1-D y_proba is for binary problems (the probability of the larger "
             f"label), and y_true must then hold both labels, but it has "
@@ -223,10 +231,10 @@ def _resolve_classes(y, n_columns, labels):
             "y_proba with labels=)."
         )
     raise ValueError(
-        f"y_proba has {n_columns} columns but y_true has {present.size} distinct "
+        f"{name} has {n_columns} columns but y_true has {present.size} distinct "
         f"label(s) {shown}, so y_true does not say which column is which class; "
-        "pass labels= (every class label, in the order of the columns of "
-        "y_proba; for a classifier: labels=clf.classes_)."
+        f"pass labels= (every class label, in the order of the columns of "
+        f"{name}; for a classifier: labels=clf.classes_)."
     )
 
 
@@ -470,3 +478,14 @@ def resolve_class_index(kind, class_index, n_classes):
             f"there are {n_classes} classes."
         )
     return None if class_index is None else int(class_index)
+
+
+def curve_cells(kind, class_index, n_classes):
+    """``(kind, class_index)`` of the cells of a reliability curve: the
+    checked column (:func:`resolve_class_index`), and ``kind="top_label"``
+    without one pooled into the confidence curve (one curve over all
+    predicted classes)."""
+    class_index = resolve_class_index(kind, class_index, n_classes)
+    if kind == "top_label" and class_index is None:
+        kind = "confidence"
+    return kind, class_index

@@ -4,9 +4,8 @@ import numpy as np
 from sklearn.utils import check_array
 
 from skcalib._core.compat import validate_params
-from skcalib._core.inputs import _check_y, check_sample_weight
+from skcalib._core.inputs import _check_y, _resolve_classes, check_sample_weight
 from skcalib._core.labels import encode as _encode
-from skcalib._core.labels import present_labels as _present_labels
 
 __all__ = ["classwise_set_coverage", "mean_set_size", "set_coverage_score"]
 
@@ -53,34 +52,6 @@ def check_sets(y_sets):
     return sets.astype(bool)
 
 
-def _set_classes(y, n_columns, labels):
-    """The labels of the columns of ``y_sets``.
-
-    ``labels`` when given (1-D, unique, one per column); else the sorted
-    labels of ``y``, which must then be as many as the columns (the columns
-    are never guessed: ``ValueError`` naming ``labels=`` otherwise).
-    """
-    if labels is not None:
-        classes = np.asarray(labels)
-        if classes.ndim != 1 or classes.size != n_columns:
-            raise ValueError(
-                f"y_sets has {n_columns} columns but labels has shape "
-                f"{classes.shape}: {classes.tolist()}."
-            )
-        if _present_labels(classes).size != classes.size:
-            raise ValueError(f"labels must be unique, got {classes.tolist()}.")
-        return classes
-    present = _present_labels(y)
-    if present.size == n_columns:
-        return present
-    raise ValueError(
-        f"y_sets has {n_columns} columns but y_true has {present.size} distinct "
-        f"label(s) {present[:10].tolist()}, so y_true does not say which column "
-        "is which class; pass labels= (every class label, in the order of the "
-        "columns; for a classifier: labels=clf.classes_)."
-    )
-
-
 def _check_set_inputs(y_true, y_sets, sample_weight, labels):
     sets = check_sets(y_sets)
     y = _check_y(y_true)
@@ -89,7 +60,7 @@ def _check_set_inputs(y_true, y_sets, sample_weight, labels):
             f"y_true has {y.shape[0]} samples but y_sets has {sets.shape[0]} rows."
         )
     weight, _ = check_sample_weight(sample_weight, y.shape[0])
-    classes = _set_classes(y, sets.shape[1], labels)
+    classes = _resolve_classes(y, sets.shape[1], labels, name="y_sets", binary_1d=False)
     return sets, _encode(y, classes), weight, classes
 
 

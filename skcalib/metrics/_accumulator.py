@@ -22,8 +22,8 @@ from skcalib._core.inputs import (
     accepts_dask,
     check_chunk,
     check_n_bins,
+    curve_cells,
     input_kind,
-    resolve_class_index,
 )
 from skcalib._core.losses import (
     LOSS_W,
@@ -433,11 +433,8 @@ class CalibrationAccumulator:
             ``strategy`` is ``"uniform"``, or ``"fixed"`` for given edges.
         """
         check_totals(self.n_samples_, self.total_weight_)
-        class_index = resolve_class_index(kind, class_index, self.classes_.size)
-        if class_index is None:
-            totals = self._totals("confidence")[:, 0]
-        else:
-            totals = self._totals(kind)[:, class_index]
+        cells, class_index = curve_cells(kind, class_index, self.classes_.size)
+        totals = self._totals(cells)[:, 0 if class_index is None else class_index]
         m = self.edges_.size - 1
         uniform = np.array_equal(self.edges_, np.linspace(0.0, 1.0, m + 1))
         return curve_from_totals(

@@ -32,7 +32,7 @@ from skcalib._backends.dask import (
     weight_scale,
 )
 from skcalib._core.binning import bin_edges
-from skcalib._core.inputs import check_chunk, check_n_bins, resolve_class_index
+from skcalib._core.inputs import check_chunk, check_n_bins, curve_cells
 from skcalib._core.losses import loss_sums
 from skcalib._core.quantile_search import QuantileEdgeSearch
 from skcalib._core.totals import check_values, chunk_totals, iter_groups
@@ -152,8 +152,7 @@ def binned_totals(
     n_bins = check_n_bins(n_bins, blocks.n_rows)
     classes = resolve_classes(blocks, labels)
     if curve:
-        class_index = resolve_class_index(kind, class_index, classes.size)
-        kind = "confidence" if kind == "top_label" and class_index is None else kind
+        kind, class_index = curve_cells(kind, class_index, classes.size)
     scale = weight_scale(blocks)
     totals, edges = _totals(blocks, classes, kind, n_bins, strategy, class_index, scale)
     return totals, edges, class_index, 1.0 if scale is None else scale

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from skcalib._core.inputs import (
     check_metric_inputs,
     check_n_bins,
+    curve_cells,
     input_kind,
     reject_discrete_dask,
-    resolve_class_index,
 )
 from skcalib._core.losses import loss_sums
 from skcalib._core.totals import statistics
@@ -63,8 +63,7 @@ def binned_totals(
     )
     n_bins = check_n_bins(n_bins, inp.n_samples)
     if curve:
-        class_index = resolve_class_index(kind, class_index, inp.n_classes)
-        kind = "confidence" if kind == "top_label" and class_index is None else kind
+        kind, class_index = curve_cells(kind, class_index, inp.n_classes)
     totals, edges = statistics(inp, kind, n_bins, strategy, class_index=class_index)
     return BinnedTotals(totals, edges, class_index, inp.weight_scale)
 

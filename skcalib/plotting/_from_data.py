@@ -27,7 +27,7 @@ def _pos_label_to_class_index(kind, class_index, pos_label, classes):
 
     Only the ``pos_label`` side is checked here; the column itself is checked
     and resolved by :func:`~skcalib.metrics.reliability_curve` (the one
-    ``_resolve_class_index``, in :mod:`skcalib.metrics._curve`).
+    ``resolve_class_index``, in :mod:`skcalib._core.inputs`).
     """
     if pos_label is None:
         return class_index

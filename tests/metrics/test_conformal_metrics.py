@@ -80,7 +80,8 @@ def test_labels_strings_and_absent_classes():
     assert np.isnan(cw[3]) and cw.shape == (4,)
     with pytest.raises(ValueError, match=r"label\(s\) \['emu'\] that are not in"):
         set_coverage_score(np.append(names[Y][:4], "emu"), SETS, labels=names)
-    with pytest.raises(ValueError, match=r"3 columns but labels has shape \(2,\)"):
+    msg = r"y_sets has 3 columns, but labels has 2: \[0, 1\]"
+    with pytest.raises(ValueError, match=msg):
         set_coverage_score(Y, SETS, labels=[0, 1])
     with pytest.raises(ValueError, match=r"labels must be unique, got \[0, 0, 1\]"):
         set_coverage_score(Y, SETS, labels=[0, 0, 1])
