@@ -10,8 +10,13 @@ module that is not there yet are shown without being run.
 """
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
+
+# scikit-learn's array_api_dispatch (the GPU guide's examples) needs SciPy's
+# array-API mode, read when SciPy is first imported
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 DOC_DIR = Path(__file__).resolve().parent
 REPO_DIR = DOC_DIR.parent

@@ -5,6 +5,7 @@ calibrator, and plot it (:mod:`skcalib.plotting`, needs matplotlib). Nothing
 heavy is imported here.
 """
 
+from skcalib._core.xp import move_estimator_to
 from skcalib._version import __version__
 from skcalib.calibration import (
     BetaCalibrator,
@@ -43,4 +44,5 @@ __all__ = [
     "VectorScalingCalibrator",
     "VennAbersCalibrator",
     "__version__",
+    "move_estimator_to",
 ]

@@ -19,7 +19,6 @@ from sklearn.utils.validation import (
 )
 
 from skcalib._backends.chunks import ChunkedData, _as_dask_array
-from skcalib._core.accel import value_range
 from skcalib._core.compat import (
     HasMethods,
     StrOptions,
@@ -30,6 +29,14 @@ from skcalib._core.inputs import input_kind
 from skcalib._core.labels import unique_inverse
 from skcalib._core.scores import Scores, all_finite, finite_range, resolve_score_type
 from skcalib._core.weights import _checked_weights
+from skcalib._core.xp import namespace
+from skcalib._core.xp_estimator import (
+    call_on_host,
+    fit_native,
+    fit_on_host,
+    predict_proba_native,
+    take_classes,
+)
 
 __all__ = ["BaseCalibrator"]
 
@@ -79,6 +86,12 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
     #: (e.g. ``"uniform bins"``), shown next to its name in the message that
     #: lists the classes which can (:func:`chunk_capable_names`); None: nothing.
     _chunk_fit_condition = None
+
+    #: Whether raw-score mode computes in the namespace of array-API inputs
+    #: (``array_api_dispatch=True``; ``_fit_xp`` and ``_predict_proba_xp``).
+    #: False: such inputs are fitted and predicted by the numpy code on the
+    #: host, with one transfer each way (:mod:`skcalib._core.xp_estimator`).
+    _array_api_native = False
 
     # ------------------------------------------------------------- capability
     @classmethod
@@ -275,6 +288,10 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         """
         if input_kind(X, y) == "dask":
             return self._fit_chunked(ChunkedData.from_dask(X, y, sample_weight))
+        if (ns := namespace(X)) is not None:
+            if self._array_api_native and self.estimator is None:
+                return fit_native(self, ns, X, y, sample_weight)
+            return fit_on_host(self, self.fit, X, y, sample_weight=sample_weight)
         scores, kind, value_range = self._raw_scores(X, reset=True)
         self.classes_, y_enc = self._encode_y(y)
         if scores.shape[0] != y_enc.shape[0]:
@@ -409,6 +426,10 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         if input_kind(X) == "dask":
             return self._dask_predict_proba(X)
+        if (ns := namespace(X)) is not None:
+            if self._array_api_native and self.estimator is None:
+                return predict_proba_native(self, ns, X)
+            return call_on_host(self, "predict_proba", X)
         return self._predict_proba(
             self._scores(*self._raw_scores(X, reset=False), reset=False)
         )
@@ -439,8 +460,11 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         -------
         log_proba : ndarray of shape (n_samples, n_classes)
         """
+        proba = self.predict_proba(X)
+        if (ns := namespace(proba)) is not None:
+            return ns.xp.log(proba)
         with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
+            return np.log(proba)
 
     def predict(self, X):
         """Most probable class after calibration.
@@ -464,6 +488,8 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
                 meta=np.empty((0,), dtype=self.classes_.dtype),
             )
         proba = self.predict_proba(X)
+        if (ns := namespace(proba)) is not None:
+            return take_classes(ns, self.classes_, ns.xp.argmax(proba, axis=1))
         return self.classes_[np.argmax(proba, axis=1)]
 
     def get_feature_names_out(self, input_features=None):
@@ -559,20 +585,3 @@ def _ndim(X):
 def _unique_inverse(y):
     """``np.unique(y, return_inverse=True)``, in O(n) for small integer ranges."""
     return unique_inverse(y)
-    lo, hi, _ = value_range(y)
-    lo, hi = int(lo), int(hi)  # no wrap-around of small integer types
-    if hi - lo == 1:
-        # Two consecutive labels: both are present, no count is needed.
-        classes = np.array([lo, hi], dtype=y.dtype)
-        return classes, (y if lo == 0 else y - y.dtype.type(lo)).astype(
-            np.intp, copy=False
-        )
-    if 0 <= lo and hi <= 4 * y.size + 1024:
-        counts = np.bincount(y)
-        classes = np.flatnonzero(counts)
-        if classes.size == counts.size:  # labels 0..K-1: already encoded
-            return classes.astype(y.dtype), y.astype(np.intp, copy=False)
-        lookup = np.zeros(counts.size, dtype=np.intp)
-        lookup[classes] = np.arange(classes.size)
-        return classes.astype(y.dtype), lookup[y]
-    return np.unique(y, return_inverse=True)

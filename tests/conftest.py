@@ -1,7 +1,13 @@
 import logging
+import os
 
-import pytest
-from _data import (  # noqa: F401 (fixtures below use them)
+# scikit-learn's array_api_dispatch needs SciPy's array-API mode, which is read
+# when SciPy is first imported (tests/test_array_api.py and the array-API
+# tests of each family); numpy inputs compute as without it.
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
+import pytest  # noqa: E402
+from _data import (  # noqa: E402, F401 (fixtures below use them)
     SHARED_DATA,
     binary_logits,
     calibrated_logits,

@@ -38,6 +38,8 @@ from skcalib._core.compat import (
     _num_samples,
 )
 from skcalib._core.warn import user_stacklevel
+from skcalib._core.xp import namespace
+from skcalib._core.xp_estimator import call_on_host, fit_on_host, take_classes
 from skcalib.calibration._cross_fit import (
     _CalibratedPair,
     _check_splits,
@@ -315,6 +317,10 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self : object
             The fitted meta-estimator.
         """
+        if namespace(X) is not None:  # fitted on the host
+            return fit_on_host(
+                self, self.fit, X, y, sample_weight=sample_weight, **fit_params
+            )
         X, y, sample_weight = self._check_fit_input(X, y, sample_weight)
         estimator = self._get_estimator()
         calibrator = self._get_calibrator()
@@ -487,6 +493,8 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             do for float32 scores.
         """
         check_is_fitted(self)
+        if namespace(X) is not None:
+            return call_on_host(self, "predict_proba", X)
         pairs = self.calibrated_classifiers_
         proba = pairs[0].predict_proba(X).astype(np.float64)
         for pair in pairs[1:]:
@@ -510,6 +518,8 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             Labels from ``classes_``.
         """
         proba = self.predict_proba(X)
+        if (ns := namespace(proba)) is not None:
+            return take_classes(ns, self.classes_, ns.xp.argmax(proba, axis=1))
         return self.classes_[np.argmax(proba, axis=1)]
 
     def get_metadata_routing(self):

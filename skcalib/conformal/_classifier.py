@@ -11,6 +11,8 @@ from sklearn.utils.validation import check_is_fitted
 from skcalib._base import BaseCalibrator
 from skcalib._core.compat import HasMethods, Interval, StrOptions
 from skcalib._core.weights import check_count_weights
+from skcalib._core.xp import namespace
+from skcalib._core.xp_estimator import call_on_host
 from skcalib.conformal._quantile import _min_samples, conformal_quantile
 
 __all__ = ["ConformalClassifier"]
@@ -537,6 +539,8 @@ class ConformalClassifier(BaseCalibrator):
             ``random_state`` and the row, see Notes).
         """
         check_is_fitted(self)
+        if namespace(X) is not None:  # sets on the host, returned on the device
+            return call_on_host(self, "predict_set", X)
         scores = self._scores(*self._raw_scores(X, reset=False), reset=False)
         proba = self._predict_proba(scores)
         u = None

@@ -6,6 +6,7 @@ from sklearn.utils import check_array
 from skcalib._core.compat import validate_params
 from skcalib._core.inputs import _check_y, _resolve_classes, check_sample_weight
 from skcalib._core.labels import encode as _encode
+from skcalib._core.xp import host_array_api
 
 __all__ = ["classwise_set_coverage", "mean_set_size", "set_coverage_score"]
 
@@ -76,6 +77,7 @@ _SET_CONSTRAINTS = {
 }
 
 
+@host_array_api("y_sets")
 @validate_params(_SET_CONSTRAINTS, prefer_skip_nested_validation=True)
 def set_coverage_score(y_true, y_sets, *, labels=None, sample_weight=None):
     """Empirical coverage: the fraction of prediction sets holding the true class.
@@ -137,6 +139,7 @@ def set_coverage_score(y_true, y_sets, *, labels=None, sample_weight=None):
     return float(np.dot(weight, covered) / weight.sum())
 
 
+@host_array_api("y_sets")
 @validate_params(_SET_CONSTRAINTS, prefer_skip_nested_validation=True)
 def classwise_set_coverage(y_true, y_sets, *, labels=None, sample_weight=None):
     """Coverage within each class: the fraction of its samples whose set holds it.
@@ -205,6 +208,7 @@ def classwise_set_coverage(y_true, y_sets, *, labels=None, sample_weight=None):
     return out
 
 
+@host_array_api("y_sets")
 @validate_params(
     {"y_sets": ["array-like"], "sample_weight": ["array-like", None]},
     prefer_skip_nested_validation=True,

@@ -37,6 +37,7 @@ from skcalib._core.totals import (
     check_norm,
     reduce_totals,
 )
+from skcalib._core.xp import host_array_api
 from skcalib.metrics._calibration_error import ECE_CONSTRAINTS
 
 __all__ = ["CalibrationErrorInterval", "calibration_error_interval"]
@@ -365,6 +366,7 @@ def invert_test(statistic, null, alpha, spread):
 
 
 # ------------------------------------------------------------------- public
+@host_array_api("y_proba")
 @validate_params(
     {
         **ECE_CONSTRAINTS,
