@@ -20,6 +20,8 @@ from skcalib._core.solvers.temperature import (
     fit_temperature,
     temperature_bounds,
 )
+from skcalib._core.solvers.xp_temperature import fit_temperature_xp
+from skcalib._core.xp_scores import softmax as xp_softmax
 
 __all__ = ["TemperatureCalibrator"]
 
@@ -131,6 +133,17 @@ class TemperatureCalibrator(BaseCalibrator):
         maps a 1-D decision value ``s`` to the logits ``(-s, s)``, so its
         temperature is twice ours on 1-D binary scores.
 
+    Notes
+    -----
+    Array API: with ``array_api_dispatch=True``, raw scores of another
+    namespace (torch, CuPy, array-api-strict, ...) are fitted and predicted
+    on their device, the per-row terms in the input's compute dtype (float32
+    for float16, bfloat16 and float32) and the sums over the rows in float64
+    where the device has it; each Newton pass sends three scalars (the NLL
+    and its two derivatives) to the host, where the iteration runs, and
+    nothing of size ``n`` crosses except the sample weights, checked on the
+    host. ``n_jobs`` does not apply there. Wrapper mode computes on the host.
+
     References
     ----------
     .. [1] C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger, "On Calibration of
@@ -156,6 +169,8 @@ class TemperatureCalibrator(BaseCalibrator):
         "tol": [Interval(Real, 0, None, closed="neither")],
         "n_jobs": [Integral, None],
     }
+
+    _array_api_native = True
 
     def __init__(
         self,
@@ -233,13 +248,28 @@ class TemperatureCalibrator(BaseCalibrator):
         )
         self._set_temperature(float(np.exp(-u)) * scale, n_iter, status)
 
-    def _set_temperature(self, temperature, n_iter, status):
+    def _fit_xp(self, scores, y, sample_weight):
+        # The same iteration with its passes on the device (n_jobs does not
+        # apply: the namespace parallelises each pass itself).
+        self._set_temperature(
+            *fit_temperature_xp(
+                scores.ns,
+                scores.logits,
+                y,
+                sample_weight,
+                max_iter=self.max_iter,
+                tol=self.tol,
+            ),
+            stacklevel=5,
+        )
+
+    def _set_temperature(self, temperature, n_iter, status, stacklevel=4):
         if status == "max_iter":
             warnings.warn(
                 f"Temperature scaling did not converge in max_iter={self.max_iter} "
                 f"iterations (T={temperature:.6g}); increase max_iter or tol.",
                 ConvergenceWarning,
-                stacklevel=4,
+                stacklevel=stacklevel,
             )
         elif status in ("lower_bound", "upper_bound"):
             warnings.warn(
@@ -253,7 +283,7 @@ class TemperatureCalibrator(BaseCalibrator):
                     "information about the labels."
                 ),
                 UserWarning,
-                stacklevel=4,
+                stacklevel=stacklevel,
             )
         self.temperature_ = temperature
         self.n_iter_ = n_iter
@@ -263,3 +293,6 @@ class TemperatureCalibrator(BaseCalibrator):
         # log-softmax would round away the information of tiny logits.
         logits = scores.logits
         return softmax(logits / logits.dtype.type(self.temperature_))
+
+    def _predict_proba_xp(self, scores):
+        return xp_softmax(scores.xp, scores.logits / self.temperature_)
