@@ -144,6 +144,12 @@ class DirichletCalibrator(MatrixScalingCalibrator):
     :class:`MatrixScalingCalibrator`. Solver, cost and identification of
     ``W`` and ``b`` are those of :class:`MatrixScalingCalibrator`.
 
+    Array API: with ``array_api_dispatch=True``, raw scores of another
+    namespace are fitted and predicted on their device, as for
+    :class:`MatrixScalingCalibrator` (the log-probabilities are formed on
+    the device; only the parameters, the loss, the gradient and a Newton
+    step's Hessian cross to the host).
+
     References
     ----------
     .. [1] M. Kull, M. Perello-Nieto, M. Kängsepp, T. Silva Filho, H. Song and

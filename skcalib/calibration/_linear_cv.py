@@ -70,6 +70,8 @@ def _choice(mean):
 class _LinearMapCV(_LinearMapCalibrator):
     """Cross-validated strengths for a full linear map (not for direct use)."""
 
+    _array_api_native = False  # array-API inputs: the numpy code, on the host
+
     _parameter_constraints: dict = {
         **BaseCalibrator._parameter_constraints,
         "penalty": [StrOptions({"odir", "l2_identity", "l2_zero"})],
@@ -279,6 +281,11 @@ _DOC = """{title}
     100``, ``n = 5000`` (27 x 9 points, 5 folds) takes about 0.2 s of CPU
     a point and fold, 4 minutes in all (``python -m benchmarks.bench_cv_grid
     --paper-grid``).
+
+    Array API: with ``array_api_dispatch=True``, inputs of another namespace
+    are fitted by the numpy code on the host (one transfer each way); the
+    fitted arrays and predictions come back in the input's namespace and
+    device.
 
     References
     ----------

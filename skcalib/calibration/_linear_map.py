@@ -12,8 +12,11 @@ from sklearn.exceptions import ConvergenceWarning
 from skcalib._base import BaseCalibrator
 from skcalib._core.compat import Interval
 from skcalib._core.scores import softmax
+from skcalib._core.solvers import xp_linear
 from skcalib._core.solvers.linear import PenalisedNLL, fit_matrix, fit_vector
 from skcalib._core.solvers.temperature import fit_temperature
+from skcalib._core.xp import to_numpy
+from skcalib._core.xp_scores import softmax as xp_softmax
 from skcalib.calibration._linear_chunks import ChunkedPenalisedNLL
 
 __all__ = []
@@ -94,6 +97,7 @@ class _LinearMapCalibrator(BaseCalibrator):
     }
     _diagonal = False
     _features = "logits"
+    _array_api_native = True
 
     def _x(self, scores):
         return scores.logits if self._features == "logits" else scores.log_proba
@@ -141,7 +145,8 @@ class _LinearMapCalibrator(BaseCalibrator):
         if warm is None:
             return None
         classes, coef, intercept, curvature = warm
-        same = classes.shape == self.classes_.shape and np.all(classes == self.classes_)
+        current = to_numpy(self.classes_)
+        same = classes.shape == current.shape and np.all(classes == current)
         if not same or coef.shape[-1] != k:
             return None
         if curvature is not None and getattr(problem, "x_scale", None) == curvature[0]:
@@ -158,17 +163,44 @@ class _LinearMapCalibrator(BaseCalibrator):
         # solver's last curvature (on the same feature scale) to steer it.
         last = getattr(problem, "last_curvature", None)
         curvature = None if last is None else (problem.x_scale, last)
-        self._warm_map = (self.classes_.copy(), self.coef_, self.intercept_, curvature)
+        classes = to_numpy(self.classes_).copy()
+        self._warm_map = (classes, self.coef_, self.intercept_, curvature)
 
-    def _fit(self, scores, y, sample_weight):
+    def _problem(self, scores, y, sample_weight):
+        """``(problem, k, temperature_beta)``: the objective on numpy
+        :class:`~skcalib._core.scores.Scores`, or on the device for
+        :class:`~skcalib._core.xp_scores.XpScores`, and the function giving
+        the temperature start ``x_scale / T``."""
         x = self._x(scores)
         k = x.shape[1]
+        ns = getattr(scores, "ns", None)
+        if ns is not None:
+            C, centre = self._resolve_strengths(
+                k, xp_linear.effective_size(ns, sample_weight, x.shape[0])
+            )
+            problem = xp_linear.XpPenalisedNLL(
+                ns, x, y, sample_weight, C, diagonal=self._diagonal, centre=centre
+            )
+            return problem, k, lambda: xp_linear.temperature_beta(problem)
         C, centre = self._resolve_strengths(
             k, effective_size(sample_weight, x.shape[0])
         )
         problem = PenalisedNLL(
             x, y, sample_weight, C, diagonal=self._diagonal, centre=centre
         )
+        return (
+            problem,
+            k,
+            lambda: problem.x_scale / fit_temperature(x, y, sample_weight)[0],
+        )
+
+    def _fit_xp(self, scores, y, sample_weight):
+        self._fit(scores, y, sample_weight)
+        self.coef_ = scores.ns.asarray(self.coef_)
+        self.intercept_ = scores.ns.asarray(self.intercept_)
+
+    def _fit(self, scores, y, sample_weight):
+        problem, k, temperature_beta = self._problem(scores, y, sample_weight)
         start = self._warm_theta(problem, k)
         if start is None:
             # Start from temperature scaling (W = I / T, b = 0: in every
@@ -176,8 +208,7 @@ class _LinearMapCalibrator(BaseCalibrator):
             # it fits better: logits of 1e6 or 1e200 then start near the
             # optimum instead of deep in the saturated region where the
             # solver crawls.
-            temperature = fit_temperature(x, y, sample_weight)[0]
-            beta = problem.x_scale / temperature
+            beta = temperature_beta()
             start = (
                 np.vstack((np.full(k, beta), np.zeros(k)))
                 if self._diagonal
@@ -252,7 +283,10 @@ class _LinearMapCalibrator(BaseCalibrator):
         return min(self.tol, 1e-2 * TIE_BREAK)
 
     def _solve(self, problem, k, n_jobs, start=None, tol=None):
-        solver = fit_vector if self._diagonal else fit_matrix
+        if getattr(problem, "on_device", False):
+            solver = xp_linear.fit_vector if self._diagonal else xp_linear.fit_matrix
+        else:
+            solver = fit_vector if self._diagonal else fit_matrix
         tol = self.tol if tol is None else tol
         theta, n_iter, status, gmax = solver(
             problem, max_iter=self.max_iter, tol=tol, n_jobs=n_jobs, start=start
@@ -289,6 +323,13 @@ class _LinearMapCalibrator(BaseCalibrator):
         a = x * coef if self._diagonal else x @ coef.T
         a += self.intercept_.astype(dtype, copy=False)
         return softmax(a)
+
+    def _predict_proba_xp(self, scores):
+        xp, ns = scores.xp, scores.ns
+        x = self._x(scores)
+        coef = ns.asarray(self.coef_, dtype=x.dtype)
+        a = x * coef if self._diagonal else x @ xp.matrix_transpose(coef)
+        return xp_softmax(xp, a + ns.asarray(self.intercept_, dtype=x.dtype))
 
 
 def _weight_sums(scores, y, w):

@@ -109,6 +109,13 @@ class VectorScalingCalibrator(_LinearMapCalibrator):
     classes get a warning and the tie-breaking ridge described in
     :class:`MatrixScalingCalibrator`.
 
+    Array API: with ``array_api_dispatch=True``, raw scores of another
+    namespace (torch, CuPy, array-api-strict) are fitted and predicted on
+    their device (the same solver, the per-row terms in float64 where the
+    device has it); per Newton step only the ``2K`` parameters, the loss,
+    the gradient and the ``2K x 2K`` Hessian cross to the host, never the
+    ``n x K`` scores (wrapper mode computes on the host).
+
     References
     ----------
     .. [1] C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger, "On Calibration of
@@ -337,6 +344,14 @@ class MatrixScalingCalibrator(_LinearMapCalibrator):
     refresh and ``O(K^3)`` memory (8 MB at ``K = 100``; above 128 classes
     only its diagonal, ``O(K^2)``, is kept). ``K = 100``, ``n = 5000``
     takes a few seconds (see the user guide).
+
+    Array API: with ``array_api_dispatch=True``, raw scores of another
+    namespace (torch, CuPy, array-api-strict) are fitted and predicted on
+    their device (the same solver, the per-row terms in float64 where the
+    device has it); per iteration only the ``K (K + 1)`` parameters, the
+    loss and the gradient (and for a Newton step the Hessian, at most
+    ``156 x 156``) cross to the host, never the ``n x K`` scores (wrapper
+    mode computes on the host).
 
     References
     ----------
