@@ -10,6 +10,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from skcalib._core.compat import Interval, StrOptions
 from skcalib._core.solvers.logistic import fit_logistic
+from skcalib._core.solvers.xp_logistic import xp_fit_logistic
+from skcalib._core.xp import to_numpy
 from skcalib.calibration._one_vs_rest import _OneVsRestCalibrator
 
 __all__ = ["BetaCalibrator"]
@@ -64,17 +66,31 @@ def fit_beta(s, t, sample_weight=None, *, parameters="abm", max_iter=100, tol=1e
         cols = {"a": s, "c": np.ones(n)}
     else:  # "ab"
         cols = {"a": log_p + _LOG2, "b": log_1p - _LOG2}
+
+    def solve(columns):
+        return fit_logistic(
+            np.column_stack(columns), t, sample_weight, max_iter=max_iter, tol=tol
+        )
+
+    a, b, c, total_iter, converged, loss, names = _sign_constrained(
+        cols, parameters, solve
+    )
+    total = float(n if sample_weight is None else sample_weight.sum())
+    separated = bool(names) and loss <= 1e-12 * total
+    return np.array([a, b, c]), total_iter, converged, separated
+
+
+def _sign_constrained(cols, parameters, solve):
+    """The refits of :func:`fit_beta`: ``solve(columns)`` (a logistic fit
+    returning ``(coef, n_iter, converged, loss)``) on the columns ``cols``
+    (name -> column), a negative slope (``a`` first) dropped and the model
+    refitted until none is. Returns ``(a, b, c, n_iter, converged, loss,
+    names)``."""
     total_iter = 0
     while True:
         names = list(cols)
         if names:
-            coef, n_iter, converged, loss = fit_logistic(
-                np.column_stack([cols[k] for k in names]),
-                t,
-                sample_weight,
-                max_iter=max_iter,
-                tol=tol,
-            )
+            coef, n_iter, converged, loss = solve([cols[k] for k in names])
         else:  # "ab" with both slopes dropped: the constant map q = 1/2
             coef, n_iter, converged, loss = np.zeros(0), 0, True, np.inf
         total_iter += n_iter
@@ -86,9 +102,46 @@ def fit_beta(s, t, sample_weight=None, *, parameters="abm", max_iter=100, tol=1e
     a = fitted.get("a", 0.0)
     b = a if parameters == "am" else fitted.get("b", 0.0)
     c = (a - b) * _LOG2 if parameters == "ab" else fitted.get("c", 0.0)
-    total = float(n if sample_weight is None else sample_weight.sum())
+    return a, b, c, total_iter, converged, loss, names
+
+
+def xp_fit_beta(ns, s, pos, sample_weight=None, *, parameters, max_iter, tol):
+    """:func:`fit_beta` on the device: log-odds ``s`` (accumulation dtype)
+    and boolean targets ``pos`` of a namespace; the same features, refits
+    and separation test, the Newton passes of
+    :func:`~skcalib._core.solvers.xp_logistic.xp_fit_logistic`."""
+    xp = ns.xp
+    t = xp.astype(pos, s.dtype)
+    if sample_weight is not None:
+        keep = sample_weight > 0
+        s, t, sample_weight = s[keep], t[keep], sample_weight[keep]
+    log_p, log_1p = _xp_log_expit(xp, s), -_xp_log_expit(xp, -s)
+    n = s.shape[0]
+    if parameters == "abm":
+        cols = {"a": log_p, "b": log_1p, "c": None}  # None: the ones column
+    elif parameters == "am":
+        cols = {"a": s, "c": None}
+    else:  # "ab"
+        cols = {"a": log_p + _LOG2, "b": log_1p - _LOG2}
+
+    def solve(columns):
+        return xp_fit_logistic(
+            ns, columns, t, sample_weight, max_iter=max_iter, tol=tol
+        )
+
+    a, b, c, total_iter, converged, loss, names = _sign_constrained(
+        cols, parameters, solve
+    )
+    total = float(n if sample_weight is None else to_numpy(xp.sum(sample_weight)))
     separated = bool(names) and loss <= 1e-12 * total
     return np.array([a, b, c]), total_iter, converged, separated
+
+
+def _xp_log_expit(xp, s):
+    """``log(sigmoid(s))`` in the namespace of ``s``, as scipy's
+    ``log_expit``: ``s - log1p(exp(s))`` below 0, ``-log1p(exp(-s))``
+    above."""
+    return xp.where(s < 0, s - xp.log1p(xp.exp(s)), -xp.log1p(xp.exp(-s)))
 
 
 def beta_midpoint(a, b, c):
@@ -229,6 +282,14 @@ class BetaCalibrator(_OneVsRestCalibrator):
     loss is 0 to machine precision, giving a near-step map, and a
     ``UserWarning`` says so.
 
+    Array API: with ``array_api_dispatch=True``, raw scores of another
+    namespace (torch, CuPy, ...) are fitted and calibrated on their device
+    for two classes and ``multi_class="ovr"``: each evaluation of the
+    objective sends at most 10 numbers (loss, gradient, Hessian) to the
+    host, where the (at most) 3 x 3 step is solved, and the rows never
+    cross; top-label maps, and wrapper mode, run on the host, one transfer
+    each way.
+
     References
     ----------
     .. [1] M. Kull, T. Silva Filho and P. Flach, "Beta calibration: a
@@ -262,6 +323,7 @@ class BetaCalibrator(_OneVsRestCalibrator):
         "tol": [Interval(Real, 0, None, closed="neither")],
     }
     _map_input = "log_odds"
+    _array_api_native = True
 
     def __init__(
         self,
@@ -283,7 +345,7 @@ class BetaCalibrator(_OneVsRestCalibrator):
         self.tol = tol
 
     def _fit_map(self, score, target, sample_weight):
-        abc, n_iter, converged, separated = fit_beta(
+        fitted = fit_beta(
             score,
             target,
             sample_weight,
@@ -291,20 +353,35 @@ class BetaCalibrator(_OneVsRestCalibrator):
             max_iter=self.max_iter,
             tol=self.tol,
         )
+        return self._beta_result(*fitted)
+
+    def _fit_map_xp(self, ns, score, target, sample_weight):
+        fitted = xp_fit_beta(
+            ns,
+            score,
+            target,
+            sample_weight,
+            parameters=self.parameters,
+            max_iter=self.max_iter,
+            tol=self.tol,
+        )
+        return self._beta_result(*fitted)
+
+    def _beta_result(self, abc, n_iter, converged, separated):
         if separated:
             warnings.warn(
                 "The calibration scores separate the classes perfectly: the "
                 "beta map's likelihood has no maximum, the fitted map is a "
                 "near-step function.",
                 UserWarning,
-                stacklevel=5,
+                stacklevel=6,
             )
         elif not converged:
             warnings.warn(
                 f"Beta calibration did not converge in max_iter={self.max_iter} "
                 "Newton iterations; increase max_iter.",
                 ConvergenceWarning,
-                stacklevel=5,
+                stacklevel=6,
             )
         return np.append(abc, n_iter)
 
@@ -323,3 +400,9 @@ class BetaCalibrator(_OneVsRestCalibrator):
         with np.errstate(over="ignore"):  # a * ln p may be -inf: expit gives 0
             z = a * log_expit(score) - b * log_expit(-score) + c
         return expit(z)
+
+    def _apply_map_xp(self, fitted, score, ns):
+        xp = ns.xp
+        a, b, c = (float(v) for v in to_numpy(fitted)[:3])
+        z = a * _xp_log_expit(xp, score) - b * _xp_log_expit(xp, -score) + c
+        return 1.0 / (1.0 + xp.exp(-z))

@@ -10,9 +10,17 @@ from skcalib._core.binning import (
     N_BINS_CONSTRAINT,
     bin_edges,
     binned_sums,
+    check_n_bins,
     lookup_bins,
 )
 from skcalib._core.compat import Interval, StrOptions
+from skcalib._core.xp import to_numpy
+from skcalib._core.xp_binning import (
+    sorted_scores,
+    xp_binned_sums,
+    xp_lookup_bins,
+    xp_quantile_edges,
+)
 from skcalib.calibration._one_vs_rest import OUTPUT_EPS, _OneVsRestCalibrator
 
 __all__ = ["HistogramBinningCalibrator"]
@@ -56,6 +64,23 @@ def unit_weights(sample_weight):
     return w, size, e
 
 
+def _xp_unit_weights(ns, sample_weight):
+    """:func:`unit_weights` of weights on a device (the division in two
+    exact power-of-two factors, so that neither overflows)."""
+    if sample_weight is None:
+        return None, None, 0
+    xp = ns.xp
+    top = float(to_numpy(xp.max(sample_weight))) if sample_weight.shape[0] else 0.0
+    if not top > 0:
+        return sample_weight, 0.0, 0
+    e = int(np.frexp(top)[1])
+    half = -e // 2
+    w = (sample_weight * float(np.ldexp(1.0, half))) * float(np.ldexp(1.0, -e - half))
+    with np.errstate(over="ignore"):
+        size = float(np.ldexp(float(to_numpy(xp.sum(w))), e))
+    return w, size, e
+
+
 def _in_units(value, e):
     """``value * 2**-e``, at most 1e300 (weights below 2**-996: a prior of
     1e300 outweighs any data just the same)."""
@@ -63,16 +88,22 @@ def _in_units(value, e):
         return min(float(np.ldexp(value, -e)), 1e300)
 
 
-def hybrid_edges(score, n_bins, sample_weight=None):
+def hybrid_edges(score, n_bins, sample_weight=None, quantile_edges=None):
     """Edges of ``strategy="hybrid"``: the union of the edges of
     ``n_bins - n_bins // 2`` equal-width bins and of ``n_bins // 2``
     equal-mass bins of ``score`` (at most ``n_bins`` bins, coinciding edges
-    merged); ``n_bins`` equal-width bins below 4 bins."""
+    merged); ``n_bins`` equal-width bins below 4 bins.
+
+    ``quantile_edges(n)``, when given, computes the equal-mass edges of
+    ``n`` bins instead (scores on a device: ``score`` is not read)."""
     n_quantile = n_bins // 2
     if n_quantile < 2:
         return bin_edges(None, n_bins, "uniform")
     edges = bin_edges(None, n_bins - n_quantile, "uniform")
-    quantile = bin_edges(score, n_quantile, "quantile", sample_weight)
+    if quantile_edges is None:
+        quantile = bin_edges(score, n_quantile, "quantile", sample_weight)
+    else:
+        quantile = quantile_edges(n_quantile)
     return np.union1d(edges, quantile)
 
 
@@ -231,6 +262,20 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
     --------
     IsotonicCalibrator : bins chosen by the data, monotone.
 
+    Notes
+    -----
+    Array API: with ``array_api_dispatch=True``, raw scores of another
+    namespace (torch, CuPy, ...) are fitted and calibrated on their device
+    for two classes and ``multi_class="ovr"``: the scores of a map are
+    sorted once, the equal-mass edges are gathered from them (``n_bins``
+    values cross to the host, where numpy's edge rule finishes them), the
+    per-bin sums are differences of cumulative sums (float64 where the
+    device has it) and cross as ``n_bins`` numbers per quantity, and
+    prediction is a ``searchsorted`` in the edges on the device (the small
+    per-bin tables are kept as numpy arrays and moved to the device at each
+    call); top-label maps, and wrapper mode, run on the host, one transfer
+    each way.
+
     References
     ----------
     .. [1] B. Zadrozny and C. Elkan, "Obtaining calibrated probability
@@ -265,6 +310,7 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
     _map_input = "proba"
     _map_output_clipped = True
     _bool_target = True
+    _array_api_native = True
 
     def __init__(
         self,
@@ -312,6 +358,32 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
             with np.errstate(over="ignore"):
                 counts = np.ldexp(counts, e)
         return edges, proba, counts, n_bins
+
+    def _fit_map_xp(self, ns, score, target, sample_weight):
+        # The device's counterpart of _fit_map: sums on the device, the
+        # table (n_bins numbers) by the numpy code.
+        xp = ns.xp
+        w, size, e = _xp_unit_weights(ns, sample_weight)
+        n_bins = self._resolve_bins(score.shape[0] if w is None else size)
+        order, s, ws = sorted_scores(ns, score, w)
+        edges = self._edges_xp(ns, s, n_bins, ws)
+        values = (xp.take(target, order),) + ((s,) if self.smoothing > 0 else ())
+        sums = xp_binned_sums(ns, s, edges, ws, *values)
+        prior = _in_units(float(self.smoothing), e)
+        edges, proba, counts = self._table(edges, *sums, prior=prior)
+        if e:
+            with np.errstate(over="ignore"):
+                counts = np.ldexp(counts, e)
+        return edges, proba, counts, n_bins
+
+    def _edges_xp(self, ns, s_sorted, n_bins, w_sorted):
+        """:meth:`_edges` of sorted scores on the device."""
+        if self.strategy == "uniform":
+            return np.linspace(0.0, 1.0, check_n_bins(n_bins, s_sorted.shape[0]) + 1)
+        quantile = partial(xp_quantile_edges, ns, s_sorted, w_sorted=w_sorted)
+        if self.strategy == "hybrid":
+            return hybrid_edges(None, n_bins, quantile_edges=quantile)
+        return quantile(n_bins)
 
     def _edges(self, score, n_bins, sample_weight):
         if self.strategy == "hybrid":
@@ -373,6 +445,10 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
         edges, proba = fitted
         # The map's inputs are probabilities (validated, or softmax outputs).
         return lookup_bins(score, edges, proba, in_range=True)
+
+    def _apply_map_xp(self, fitted, score, ns):
+        edges, proba = fitted
+        return xp_lookup_bins(ns, score, edges, proba)
 
     def _binary_proba(self, fitted, score, dtype):
         # Both columns from one lookup of a two-column table.

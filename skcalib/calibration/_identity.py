@@ -42,6 +42,13 @@ class IdentityCalibrator(BaseCalibrator):
     --------
     AutoCalibrator : chooses between this and real calibrators.
 
+    Notes
+    -----
+    Array API: with ``array_api_dispatch=True``, raw scores of another
+    namespace (torch, CuPy, ...) are computed on their device (only the
+    validation's few scalars cross to the host); wrapper mode runs on the
+    host, one transfer each way.
+
     Examples
     --------
     >>> import numpy as np
@@ -51,6 +58,8 @@ class IdentityCalibrator(BaseCalibrator):
     array([[0.269, 0.731],
            [0.881, 0.119]])
     """
+
+    _array_api_native = True
 
     def __init__(self, estimator=None, *, score_type="auto", response_method="auto"):
         self.estimator = estimator
@@ -66,3 +75,13 @@ class IdentityCalibrator(BaseCalibrator):
         proba = np.array(scores.proba, copy=True)
         proba /= proba.sum(axis=1, keepdims=True)
         return proba
+
+    def _fit_xp(self, scores, y, sample_weight):
+        pass
+
+    def _predict_proba_xp(self, scores):
+        xp = scores.xp
+        if scores.score_type != "probability":
+            return xp.exp(scores.log_proba)
+        proba = scores.proba
+        return proba / xp.sum(proba, axis=1, keepdims=True)

@@ -178,6 +178,11 @@ class IsotonicCalibrator(_OneVsRestCalibrator):
     ``1e-12``. The fitted map is still non-decreasing, with values in
     ``[0, 1]``.
 
+    Array API: computed on the host, one transfer each way (the
+    pool-adjacent-violators algorithm is sequential): with
+    ``array_api_dispatch=True`` the inputs are moved to numpy once, and the
+    outputs and fitted arrays come back to the input's namespace and device.
+
     References
     ----------
     .. [1] B. Zadrozny and C. Elkan, "Transforming classifier scores into

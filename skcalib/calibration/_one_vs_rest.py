@@ -49,7 +49,9 @@ import numpy as np
 
 from skcalib._base import BaseCalibrator, _implements_after
 from skcalib._core.compat import StrOptions
-from skcalib._core.scores import log_odds
+from skcalib._core.scores import Scores, log_odds
+from skcalib._core.xp import to_numpy
+from skcalib._core.xp_estimator import host_view, move_fitted_attributes
 
 __all__ = []
 
@@ -151,6 +153,31 @@ def _map_view(scores, y, *, k, map_input):
     if map_input == "proba":
         return scores.proba[:, k], y == k
     return log_odds(scores.log_proba.astype(np.float64, copy=False))[:, k], y == k
+
+
+def _xp_log_odds(xp, log_proba):
+    """:func:`~skcalib._core.scores.log_odds` in the namespace of
+    ``log_proba``, by the same formulas."""
+    n_classes = log_proba.shape[1]
+    if n_classes == 2:
+        d = log_proba[:, 1] - log_proba[:, 0]
+        return xp.stack((-d, d), axis=1)
+    log_rest = xp.log1p(-xp.exp(log_proba))
+    top = xp.argmax(log_proba, axis=1)
+    cols = xp.arange(n_classes, device=log_proba.device)
+    is_top = cols[None, :] == top[:, None]
+    others = xp.where(is_top, -xp.inf, log_proba)
+    m = xp.max(others, axis=1)
+    rest_top = m + xp.log(xp.sum(xp.exp(others - m[:, None]), axis=1))
+    return log_proba - xp.where(is_top, rest_top[:, None], log_rest)
+
+
+def _xp_columns(xp, scores):
+    """The columns of ``scores`` as contiguous 1-D arrays (``take`` copies;
+    a column view has a stride, which torch's ``searchsorted`` copies again
+    with a warning)."""
+    ids = xp.arange(scores.shape[1], device=scores.device)
+    return [xp.take(scores, ids[k : k + 1], axis=1)[:, 0] for k in range(ids.shape[0])]
 
 
 class _OneVsRestCalibrator(BaseCalibrator):
@@ -307,6 +334,81 @@ class _OneVsRestCalibrator(BaseCalibrator):
             if fitted is not None and mask.any():
                 calibrated[mask] = self._apply(fitted, conf[mask])
         return share_rest(log_proba, top, calibrated, dtype)
+
+    # ------------------------------------------------ array-API namespaces
+    # Subclasses that set ``_array_api_native = True`` implement
+    # ``_fit_map_xp(ns, score, target, sample_weight)`` (score and weights of
+    # the namespace, target boolean; returns the fitted map as ``_fit_map``
+    # does: small numpy arrays, computed from the device's sums) and
+    # ``_apply_map_xp(fitted, score, ns)`` (probabilities of the namespace;
+    # ``fitted`` is numpy, or of the namespace after a host fit).
+
+    def _map_scores_xp(self, scores):
+        xp = scores.xp
+        if self._map_input == "proba":
+            if scores.score_type != "probability":
+                return xp.exp(scores.log_proba)  # as numpy: exp(log_proba)
+            return scores.proba
+        return _xp_log_odds(xp, xp.astype(scores.log_proba, scores.ns.accumulate_dtype))
+
+    def _binary_scores_xp(self, scores):
+        if self._map_input != "proba":
+            return scores.positive_log_odds
+        if scores.score_type == "probability" and scores.raw.ndim == 2:
+            return _xp_columns(scores.xp, scores.raw)[1]
+        return scores.positive_proba
+
+    def _fit_xp(self, scores, y, sample_weight):
+        """Fit every map on the device (binary and one-vs-rest); top-label
+        maps are fitted by the numpy code on the host (one transfer)."""
+        if self.multi_class != "ovr":
+            self._fit(
+                Scores(to_numpy(scores.raw), scores.score_type, scores.n_classes),
+                to_numpy(y),
+                to_numpy(sample_weight),
+            )
+        elif scores.n_classes == 2:
+            s = self._binary_scores_xp(scores)
+            self.calibrators_ = [self._fit_map_xp(scores.ns, s, y == 1, sample_weight)]
+            self._set_fitted_views()
+        else:
+            columns = _xp_columns(scores.xp, self._map_scores_xp(scores))
+            self.calibrators_ = [
+                self._fit_map_xp(scores.ns, s, y == k, sample_weight)
+                for k, s in enumerate(columns)
+            ]
+            self._set_fitted_views()
+        move_fitted_attributes(self, scores.ns)
+
+    def _apply_xp(self, fitted, score, ns):
+        xp = ns.xp
+        out = xp.astype(self._apply_map_xp(fitted, score, ns), ns.accumulate_dtype)
+        if self._map_output_clipped:
+            return out
+        return xp.clip(out, OUTPUT_EPS, 1.0 - OUTPUT_EPS)
+
+    def _predict_proba_xp(self, scores):
+        """Probabilities on the device (binary and one-vs-rest; top-label
+        by the numpy code on the host, one transfer each way)."""
+        ns, xp, dtype = scores.ns, scores.xp, scores.dtype
+        if self.multi_class != "ovr":
+            host = Scores(to_numpy(scores.raw), scores.score_type, scores.n_classes)
+            return ns.asarray(host_view(self)._predict_proba(host))
+        if scores.n_classes == 2:
+            p1 = self._apply_xp(
+                self.calibrators_[0], self._binary_scores_xp(scores), ns
+            )
+            return xp.astype(xp.stack((1.0 - p1, p1), axis=1), dtype)
+        columns = _xp_columns(xp, self._map_scores_xp(scores))
+        proba = xp.stack(
+            [
+                self._apply_xp(m, s, ns)
+                for m, s in zip(self.calibrators_, columns, strict=True)
+            ],
+            axis=1,
+        )
+        # Every entry is >= OUTPUT_EPS: the row sums are positive.
+        return xp.astype(proba / xp.sum(proba, axis=1, keepdims=True), dtype)
 
     @abstractmethod
     def _fit_map(self, score, target, sample_weight):

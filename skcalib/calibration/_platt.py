@@ -14,6 +14,8 @@ from skcalib._core.solvers.logistic import (
     platt_terms,
     solve_platt,
 )
+from skcalib._core.solvers.xp_logistic import xp_fit_platt
+from skcalib._core.xp import to_numpy
 from skcalib.calibration._one_vs_rest import _OneVsRestCalibrator
 
 __all__ = ["PlattCalibrator"]
@@ -103,6 +105,16 @@ class PlattCalibrator(_OneVsRestCalibrator):
         same objective with L-BFGS (and ``p = 1 / (1 + exp(A f + B))``, so its
         ``A, B`` are our ``-a, -b``).
 
+    Notes
+    -----
+    Array API: with ``array_api_dispatch=True``, raw scores of another
+    namespace (torch, CuPy, ...) are fitted and calibrated on their device
+    for two classes and ``multi_class="ovr"``: each evaluation of the
+    objective (a Newton step or a line-search step) sends 6 numbers (loss,
+    gradient, Hessian) to the host, where the 2 x 2 step is solved, and the
+    rows never cross; top-label maps, and wrapper mode, run on the host,
+    one transfer each way.
+
     References
     ----------
     .. [1] J. Platt, "Probabilistic outputs for support vector machines and
@@ -132,6 +144,7 @@ class PlattCalibrator(_OneVsRestCalibrator):
         "tol": [Interval(Real, 0, None, closed="neither")],
     }
     _map_input = "log_odds"
+    _array_api_native = True
     #: The smoothed targets use the weight totals (see the docstring).
     _rescale_sample_weight = False
 
@@ -156,6 +169,18 @@ class PlattCalibrator(_OneVsRestCalibrator):
         return self._platt_result(
             *fit_platt(
                 score, target, sample_weight, max_iter=self.max_iter, tol=self.tol
+            )
+        )
+
+    def _fit_map_xp(self, ns, score, target, sample_weight):
+        return self._platt_result(
+            *xp_fit_platt(
+                ns,
+                score,
+                target,
+                sample_weight,
+                max_iter=self.max_iter,
+                tol=self.tol,
             )
         )
 
@@ -199,3 +224,7 @@ class PlattCalibrator(_OneVsRestCalibrator):
 
     def _apply_map(self, fitted, score):
         return expit(fitted[0] * score + fitted[1])
+
+    def _apply_map_xp(self, fitted, score, ns):
+        a, b = (float(v) for v in to_numpy(fitted)[:2])
+        return 1.0 / (1.0 + ns.xp.exp(-(a * score + b)))

@@ -21,7 +21,14 @@ from skcalib._core.scores import Scores, log_odds, log_softmax, softmax
 from skcalib._core.solvers.logistic import fit_platt
 from skcalib._core.solvers.temperature import fit_temperature
 from skcalib._core.weights import unit_weights
+from skcalib._core.xp import namespace, to_numpy
+from skcalib._core.xp_estimator import (
+    call_on_host,
+    host_view,
+    move_fitted_attributes,
+)
 from skcalib.calibration._one_vs_rest import OUTPUT_EPS, share_rest
+from skcalib.calibration._scaling_binning_xp import device_fit, device_predict_proba
 
 __all__ = ["ScalingBinningCalibrator"]
 
@@ -250,6 +257,15 @@ class ScalingBinningCalibrator(BaseCalibrator):
     (refinement) compared with the scaling map alone; with few calibration
     samples a split also halves what the scaler sees.
 
+    Array API: with ``array_api_dispatch=True``, raw scores of another
+    namespace (torch, CuPy, ...) are fitted and calibrated on their device
+    for ``scaler="platt"`` and ``split=None`` (the defaults) with two
+    classes or ``multi_class="ovr"``: Newton's passes send 6 numbers to the
+    host per step, the bin edges and per-bin sums ``n_bins`` numbers per
+    map; the other settings (the temperature scaler, a split, top-label)
+    and :meth:`predict_marginal_proba` run on the host, one transfer each
+    way.
+
     References
     ----------
     .. [1] A. Kumar, P. Liang and T. Ma, "Verified Uncertainty Calibration",
@@ -425,6 +441,30 @@ class ScalingBinningCalibrator(BaseCalibrator):
             self.bin_proba_.append(np.clip(proba, OUTPUT_EPS, 1.0 - OUTPUT_EPS))
             self.bin_counts_.append(counts)
 
+    # ------------------------------------------------ array-API namespaces
+    _array_api_native = True
+
+    def _fit_xp(self, scores, y, sample_weight):
+        """The Platt scaler and the bins on the device (the defaults); other
+        settings by the numpy code on the host (one transfer)."""
+        self.scaler_ = self._resolved_scaler()
+        device = self.split is None and self.scaler_ == "platt"
+        if device and self._mode(scores.n_classes) != "top_label":
+            device_fit(self, scores, y, sample_weight)
+        else:
+            self._fit(
+                Scores(to_numpy(scores.raw), scores.score_type, scores.n_classes),
+                to_numpy(y),
+                to_numpy(sample_weight),
+            )
+        move_fitted_attributes(self, scores.ns)
+
+    def _predict_proba_xp(self, scores):
+        if self.scaler_ == "platt" and self._mode(scores.n_classes) != "top_label":
+            return device_predict_proba(self, scores)
+        host = Scores(to_numpy(scores.raw), scores.score_type, scores.n_classes)
+        return scores.ns.asarray(host_view(self)._predict_proba(host))
+
     # ------------------------------------------------------------- predict
     def _binned(self, k, q):
         return self.bin_proba_[k][assign_bins(_bin_key(q), self.bin_edges_[k])]
@@ -454,6 +494,8 @@ class ScalingBinningCalibrator(BaseCalibrator):
             Column ``k``: one of ``bin_proba_[k]`` (binary: ``1 - p, p``).
         """
         check_is_fitted(self)
+        if namespace(X) is not None:  # on the host, one transfer each way
+            return call_on_host(self, "predict_marginal_proba", X)
         scores = self._scores(*self._raw_scores(X, reset=False), reset=False)
         mode = self._mode(scores.n_classes)
         if mode == "top_label":

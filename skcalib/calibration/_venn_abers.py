@@ -283,6 +283,11 @@ class VennAbersCalibrator(_OneVsRestCalibrator):
     ``1 / (2 - p0)``, so Venn-ABERS never outputs 0 or 1 (``p`` lies in
     ``[1 / (n + 2), (n + 1) / (n + 2)]``), and log-loss stays finite.
 
+    Array API: computed on the host, one transfer each way (the Venn-ABERS
+    hull is sequential): with ``array_api_dispatch=True`` the inputs are
+    moved to numpy once, and the outputs and fitted arrays come back to the
+    input's namespace and device.
+
     References
     ----------
     .. [1] V. Vovk and I. Petej, "Venn-Abers predictors", UAI 2014.
