@@ -39,6 +39,7 @@ from skcalib._core.totals import (
     reduce_totals,
     rescale_stats,
 )
+from skcalib._core.xp import namespace, to_numpy
 from skcalib.metrics._curve import curve_from_totals
 from skcalib.metrics._dask_metrics import accumulate
 
@@ -221,6 +222,9 @@ class CalibrationAccumulator:
             Predicted probabilities, as for :func:`expected_calibration_error`
             (1-D: of the positive class). Dask arrays (and Dask DataFrames /
             Series) are reduced block by block without being loaded whole.
+            Arrays of another array-API namespace (torch, CuPy, ...; with
+            ``array_api_dispatch=True``) are moved to the host once, and
+            the chunk's sums computed there.
         sample_weight : array-like of shape (n_samples,), default=None
             Sample weights (a chunk's may sum to 0).
 
@@ -232,6 +236,9 @@ class CalibrationAccumulator:
         """
         if input_kind(y_true, y_proba, sample_weight) == "dask":
             return self.merge(accumulate(self, y_true, y_proba, sample_weight))
+        if namespace(y_proba) is not None:  # array-API chunk: moved to the host
+            y_true, y_proba = to_numpy(y_true), to_numpy(y_proba)
+            sample_weight = to_numpy(sample_weight)
         inp, classes = check_chunk(
             y_true,
             y_proba,

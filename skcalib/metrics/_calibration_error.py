@@ -154,6 +154,18 @@ def expected_calibration_error(
 
     Notes
     -----
+    **Array API**: with ``array_api_dispatch=True`` and ``y_proba`` of
+    another namespace (torch, CuPy, array-api-strict, on any device), the
+    bins and per-bin sums are computed on the device and only the per-bin
+    totals (and a few scalars of the checks) cross to the host; the result
+    is a Python float. Sums are accumulated in float64 where the device has
+    it: the result equals numpy's within 1e-12 (relative) for float64
+    inputs and within 1e-6 (absolute) for float32 inputs at n = 1e7
+    (float16 and bfloat16 are computed in float32). On a device without
+    float64 the sums are blocked pairwise float32 sums (error growing with
+    ``log2(n)``). Quantile edges with ``sample_weight``, and discrete
+    edges, are computed on the host from the group's scores.
+
     Bins are right-closed, :math:`(e_j, e_{j+1}]`, the first one
     :math:`[0, e_1]` (as :func:`sklearn.calibration.calibration_curve`); a
     probability equal to an edge lands in the lower bin, edges being compared

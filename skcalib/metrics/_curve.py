@@ -5,6 +5,7 @@ The per-cell statistics it reads are those of every binned metric
 into a :class:`ReliabilityCurve`.
 """
 
+import dataclasses
 from dataclasses import dataclass
 from numbers import Integral, Real
 
@@ -25,6 +26,7 @@ from skcalib._core.totals import (
     W2,
     W,
 )
+from skcalib._core.xp import namespace
 from skcalib.metrics._dispatch import binned_totals
 
 __all__ = ["ReliabilityCurve", "reliability_curve"]
@@ -189,6 +191,12 @@ def reliability_curve(
 
     Notes
     -----
+    Array API: with ``array_api_dispatch=True`` and ``y_proba`` of another
+    namespace (torch, CuPy, ...), the per-bin sums are computed on its
+    device (in float64 where the device has it) and the curve's arrays are
+    in that namespace, on that device; see
+    :func:`expected_calibration_error` for the precision.
+
     Bins are right-closed, :math:`(e_j, e_{j+1}]`, the first one
     :math:`[0, e_1]`, as in :func:`sklearn.calibration.calibration_curve`; a
     probability equal to an edge lands in the lower bin (edges are compared in
@@ -237,7 +245,7 @@ def reliability_curve(
         class_index=class_index,
         curve=True,
     )
-    return curve_from_totals(
+    curve = curve_from_totals(
         bt.totals[:, 0, : bt.edges[0].size - 1],
         np.array(bt.edges[0]),
         kind=kind,
@@ -246,6 +254,19 @@ def reliability_curve(
         confidence_level=confidence_level,
         weight_scale=bt.weight_scale,
     )
+    ns = namespace(y_proba)
+    return curve if ns is None else curve_in_namespace(curve, ns)
+
+
+def curve_in_namespace(curve, ns):
+    """``curve`` with its arrays moved to the namespace and device ``ns``
+    (copies: the curve's numpy arrays are read-only)."""
+    arrays = {
+        f.name: ns.asarray(np.array(getattr(curve, f.name)))
+        for f in dataclasses.fields(curve)
+        if isinstance(getattr(curve, f.name), np.ndarray)
+    }
+    return dataclasses.replace(curve, **arrays)
 
 
 def curve_from_totals(

@@ -3,8 +3,11 @@
 Every metric is *validate, then totals, then reduce*. The functions here do
 the first two steps for in-memory arrays or, when
 :func:`~skcalib._core.inputs.input_kind` says ``"dask"``, for Dask
-collections (:mod:`skcalib.metrics._dask_metrics`); the metric functions
-then reduce the totals with the same code whatever their source.
+collections (:mod:`skcalib.metrics._dask_metrics`), or, when ``y_proba`` is
+of another array-API namespace under ``array_api_dispatch=True``
+(:func:`~skcalib._core.xp.namespace`), on its device
+(:mod:`skcalib.metrics._xp_metrics`); the metric functions then reduce the
+totals with the same code whatever their source.
 """
 
 from dataclasses import dataclass
@@ -18,7 +21,8 @@ from skcalib._core.inputs import (
 )
 from skcalib._core.losses import loss_sums
 from skcalib._core.totals import statistics
-from skcalib.metrics import _dask_metrics
+from skcalib._core.xp import namespace
+from skcalib.metrics import _dask_metrics, _xp_metrics
 
 __all__ = []  # private module
 
@@ -58,6 +62,8 @@ def binned_totals(
     if input_kind(y_true, y_proba, sample_weight) == "dask":
         reject_discrete_dask(strategy)
         return BinnedTotals(*_dask_metrics.binned_totals(y_true, y_proba, **args))
+    if (ns := namespace(y_proba)) is not None:
+        return BinnedTotals(*_xp_metrics.binned_totals(ns, y_true, y_proba, **args))
     inp = check_metric_inputs(
         y_true, y_proba, sample_weight=sample_weight, labels=labels, check_values=False
     )
@@ -75,6 +81,10 @@ def loss_totals(y_true, y_proba, *, loss, sample_weight, labels):
     if input_kind(y_true, y_proba, sample_weight) == "dask":
         return _dask_metrics.loss_totals(
             y_true, y_proba, sample_weight=sample_weight, labels=labels
+        )
+    if (ns := namespace(y_proba)) is not None:
+        return _xp_metrics.loss_totals(
+            ns, y_true, y_proba, loss=loss, sample_weight=sample_weight, labels=labels
         )
     inp = check_metric_inputs(
         y_true, y_proba, sample_weight=sample_weight, labels=labels

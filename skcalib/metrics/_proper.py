@@ -22,6 +22,7 @@ from skcalib._core.losses import (
 )
 from skcalib._core.scores import softmax, to_log_proba
 from skcalib._core.solvers.temperature import fit_temperature
+from skcalib._core.xp import host_array_api
 from skcalib.calibration._isotonic import IsotonicCalibrator
 from skcalib.metrics._dispatch import loss_totals
 
@@ -86,6 +87,12 @@ def brier_score(
 
     Notes
     -----
+    Array API: with ``array_api_dispatch=True`` and ``y_proba`` of another
+    namespace, the sum is computed on its device in float64 where the
+    device has it (numpy's value within 1e-12 relative for float64 inputs,
+    1e-7 for float32; blocked pairwise float32 sums on a device without
+    float64); the result is a Python float.
+
     .. math::
 
         \\mathrm{BS} = \\frac{1}{\\sum_i w_i} \\sum_{i} w_i \\sum_{k=1}^{K}
@@ -152,6 +159,10 @@ def negative_log_likelihood(y_true, y_proba, *, sample_weight=None, labels=None)
 
     Notes
     -----
+    Array API: with ``array_api_dispatch=True`` and ``y_proba`` of another
+    namespace, the sum is computed on its device as for
+    :func:`brier_score`; the result is a Python float.
+
     .. math::
 
         \\mathrm{NLL} = -\\frac{1}{\\sum_i w_i} \\sum_i w_i \\log p_{i, y_i}.
@@ -347,6 +358,7 @@ def _cross_fitted(inp, loss, recalibration, cv, random_state):
     return _score(inp, recal, loss), t
 
 
+@host_array_api("y_proba")
 @validate_params(
     {
         **COMMON_CONSTRAINTS,
@@ -409,6 +421,10 @@ def calibration_refinement_decomposition(
 
     Notes
     -----
+    Array API: inputs of another namespace are moved to the host once and
+    computed by the numpy code (the recalibration fits are small
+    sequential solvers); the result holds Python floats.
+
     A proper loss splits into calibration plus refinement [1]_, [2]_:
     refinement is the loss left after the best recalibration of the
     predictions, calibration the part that recalibration removes,
