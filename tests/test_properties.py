@@ -888,6 +888,11 @@ def test_metric_rounding_moves_result_by_at_most_the_rounding(metric):
     no single bound; the other properties cover them)."""
     if not _returns_float(metric):
         pytest.skip(f"{metric.__name__} does not return a float")
+    if "confidence" in inspect.signature(metric).parameters:
+        pytest.skip(
+            f"{metric.__name__} ranks rows by confidence: rounding to 4 decimals "
+            "ties or reorders them, which moves a ranking metric by O(1/n)"
+        )
 
     @_settings(N_EXAMPLES_METRIC)
     @given(data=metric_data(one_d=False))

@@ -43,6 +43,7 @@ from skcalib.metrics._proper import (
 )
 from skcalib.metrics._scorer import (
     ProbaScorer,
+    aurc_scorer,
     brier_scorer,
     classwise_ece_scorer,
     ece_scorer,
@@ -52,6 +53,19 @@ from skcalib.metrics._scorer import (
     mce_scorer,
     nll_scorer,
 )
+from skcalib.metrics._selective import (
+    RiskCoverageCurve,
+    aurc,
+    correctness_auroc,
+    excess_aurc,
+    risk_coverage_curve,
+    selective_risk_at_coverage,
+)
+from skcalib.metrics._uncertainty import (
+    UncertaintyDecomposition,
+    ensemble_proba,
+    uncertainty_decomposition,
+)
 
 __all__ = [
     "CalibrationAccumulator",
@@ -59,6 +73,10 @@ __all__ = [
     "CalibrationRefinement",
     "ProbaScorer",
     "ReliabilityCurve",
+    "RiskCoverageCurve",
+    "UncertaintyDecomposition",
+    "aurc",
+    "aurc_scorer",
     "brier_score",
     "brier_scorer",
     "calibration_error_interval",
@@ -66,16 +84,22 @@ __all__ = [
     "classwise_calibration_error",
     "classwise_ece_scorer",
     "classwise_set_coverage",
+    "correctness_auroc",
     "ece_scorer",
+    "ensemble_proba",
+    "excess_aurc",
     "expected_calibration_error",
     "get_scorer",
     "get_scorer_names",
     "make_proba_scorer",
     "maximum_calibration_error",
-    "mean_set_size",
     "mce_scorer",
+    "mean_set_size",
     "negative_log_likelihood",
     "nll_scorer",
     "reliability_curve",
+    "risk_coverage_curve",
+    "selective_risk_at_coverage",
     "set_coverage_score",
+    "uncertainty_decomposition",
 ]

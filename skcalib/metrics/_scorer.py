@@ -25,9 +25,11 @@ from skcalib.metrics._calibration_error import (
     maximum_calibration_error,
 )
 from skcalib.metrics._proper import brier_score, negative_log_likelihood
+from skcalib.metrics._selective import aurc
 
 __all__ = [
     "ProbaScorer",
+    "aurc_scorer",
     "brier_scorer",
     "classwise_ece_scorer",
     "ece_scorer",
@@ -233,6 +235,9 @@ classwise_ece_scorer = _loss_scorer(classwise_calibration_error)
 brier_scorer = _loss_scorer(brier_score)
 #: ``-negative_log_likelihood``.
 nll_scorer = _loss_scorer(negative_log_likelihood)
+#: ``-aurc`` (area under the risk-coverage curve of the max-probability
+#: confidence and the 0/1 error).
+aurc_scorer = _loss_scorer(aurc)
 
 _SCORERS = {
     "neg_expected_calibration_error": ece_scorer,
@@ -240,6 +245,7 @@ _SCORERS = {
     "neg_classwise_calibration_error": classwise_ece_scorer,
     "neg_brier_score": brier_scorer,
     "neg_log_loss": nll_scorer,
+    "neg_aurc": aurc_scorer,
 }
 
 
@@ -251,9 +257,9 @@ def get_scorer(scoring):
     ----------
     scoring : str, callable or None
         ``"neg_expected_calibration_error"``, ``"neg_maximum_calibration_error"``,
-        ``"neg_classwise_calibration_error"``, ``"neg_brier_score"`` and
-        ``"neg_log_loss"`` give skcalib's scorers; any other value is passed to
-        :func:`sklearn.metrics.get_scorer`.
+        ``"neg_classwise_calibration_error"``, ``"neg_brier_score"``,
+        ``"neg_log_loss"`` and ``"neg_aurc"`` (:func:`aurc`) give skcalib's
+        scorers; any other value is passed to :func:`sklearn.metrics.get_scorer`.
 
     Returns
     -------

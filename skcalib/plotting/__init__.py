@@ -4,5 +4,6 @@ Importing this module does not import matplotlib; drawing does.
 """
 
 from skcalib.plotting._reliability import ReliabilityDisplay
+from skcalib.plotting._risk_coverage import RiskCoverageDisplay
 
-__all__ = ["ReliabilityDisplay"]
+__all__ = ["ReliabilityDisplay", "RiskCoverageDisplay"]

@@ -24,13 +24,14 @@ POINT_BIN_WIDTH = 0.01
 MARGIN = 0.02
 
 
-def import_pyplot():
-    """``matplotlib.pyplot``, or an ``ImportError`` that says how to get it."""
+def import_pyplot(what="ReliabilityDisplay"):
+    """``matplotlib.pyplot``, or an ``ImportError`` that says how to get it
+    (``what``: the name of the display that needs it)."""
     try:
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ImportError(
-            "ReliabilityDisplay requires matplotlib: pip install skcalib[plot]"
+            f"{what} requires matplotlib: pip install skcalib[plot]"
         ) from exc
     return plt
 

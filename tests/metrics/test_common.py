@@ -27,6 +27,13 @@ import skcalib.metrics as M
 #: name -> (function, options). Each option that changes what is computed
 #: (bins, kind, norm, averaging, debiasing, loss) has an entry of its own.
 PROBA_METRICS = {
+    "risk_coverage_curve": (M.risk_coverage_curve, {}),
+    "risk_coverage_curve_brier": (M.risk_coverage_curve, {"loss": "brier"}),
+    "aurc": (M.aurc, {}),
+    "aurc_log_loss": (M.aurc, {"loss": "log_loss", "confidence": "negative_entropy"}),
+    "excess_aurc": (M.excess_aurc, {}),
+    "selective_risk": (M.selective_risk_at_coverage, {"coverage": 0.7}),
+    "correctness_auroc": (M.correctness_auroc, {"confidence": "margin"}),
     "ece": (M.expected_calibration_error, {}),
     "ece_quantile": (M.expected_calibration_error, {"strategy": "quantile"}),
     "ece_top_label": (M.expected_calibration_error, {"kind": "top_label"}),
