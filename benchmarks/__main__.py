@@ -6,7 +6,7 @@ USAGE = """\
 usage: python -m benchmarks COMMAND [options]
 
 commands: speed, quality, auto, large, large-fit, conformal, report,
-  regularisation, isotonic-ranking
+  regularisation, isotonic-ranking, decisions, gpu
 
   speed    time skcalib's calibrators and metrics against sklearn, netcal,
            torchmetrics, ... (writes speed.md)
@@ -30,6 +30,10 @@ commands: speed, quality, auto, large, large-fit, conformal, report,
            of the default strengths on every real set (prints)
   isotonic-ranking  ROC-AUC and NLL of centered against plain isotonic on
            the real binary sets (prints)
+  decisions  expected cost of Bayes decisions (with an abstain option)
+           before and after calibration on real sets (writes decisions.md)
+  gpu      numpy on the CPU against torch on the GPU (or torch on the CPU
+           where no GPU is): temperature fit, ECE, vector scaling
 
 Each command has --help. Full runs write benchmarks/results/; --quick runs
 write to a temporary folder unless --out is given."""
@@ -59,6 +63,10 @@ def main(argv=None):
         from benchmarks.bench_regularisation import main as run
     elif command == "isotonic-ranking":
         from benchmarks.bench_isotonic_ranking import main as run
+    elif command == "decisions":
+        from benchmarks.bench_decisions import main as run
+    elif command == "gpu":
+        from benchmarks.bench_gpu import main as run
     else:
         print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2

@@ -24,10 +24,12 @@ from skcalib.calibration import (
     VennAbersCalibrator,
 )
 from skcalib.conformal import ConformalClassifier
+from skcalib.decision import BayesDecisionClassifier
 from skcalib.selection import AutoCalibrator
 
 __all__ = [
     "AutoCalibrator",
+    "BayesDecisionClassifier",
     "BetaCalibrator",
     "CalibratedClassifier",
     "ConformalClassifier",

@@ -39,7 +39,7 @@ LAYERS = (
     (("skcalib._base",),),
     (("skcalib.calibration",), ("skcalib.conformal",)),
     (("skcalib.metrics",),),
-    (("skcalib.selection",),),
+    (("skcalib.selection",), ("skcalib.decision",)),
     (("skcalib.plotting",), ("skcalib.datasets",)),
     (("skcalib._report*", "skcalib._cli", "skcalib.__main__"),),
     (("skcalib",),),
