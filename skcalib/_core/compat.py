@@ -38,6 +38,11 @@ except ImportError:  # pragma: no cover - older scikit-learn
 def array_namespace_of(array):
     """The array-API namespace of one array (array-api-compat's wrapper for
     torch and CuPy), whatever the ``array_api_dispatch`` setting."""
+    if array_api_compat is None:
+        raise ImportError(
+            f"Reading a {type(array).__name__} needs array-api-compat: "
+            "scikit-learn >= 1.7 vendors it, or pip install array-api-compat."
+        )
     return array_api_compat.array_namespace(array)
 
 
