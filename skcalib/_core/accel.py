@@ -12,6 +12,11 @@ same work in one pass each:
   through the cell table of :mod:`skcalib._core.binning`;
 * :func:`cell_lookup`: the per-bin value (or pair of values) of a table for
   every score;
+* :func:`binned_totals`: the per-cell sums of the binned metrics
+  (confidence, top-label or classwise, uniform bins) in one pass over
+  ``y_proba`` that also checks it and finds each row's top-1 (loops in
+  :mod:`skcalib._core.accel_kernels`);
+* :func:`top1_scan`: the checked top-1 scan alone (for quantile bins);
 * :func:`compiled`: a loop of another module that numpy cannot vectorise
   (the Venn-ABERS hull sweep), compiled.
 
@@ -122,6 +127,8 @@ def _kernels():
         import numba
     except ImportError:
         return None
+    from skcalib._core import accel_kernels as fused
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return SimpleNamespace(
@@ -130,6 +137,10 @@ def _kernels():
             cell_counts=_jit(numba, _cell_counts),
             cell_lookup1=_jit(numba, _cell_lookup1),
             cell_lookup2=_jit(numba, _cell_lookup2),
+            top1_cells=_jit(numba, fused.top1_cells),
+            class_cells=_jit(numba, fused.class_cells),
+            top1_scan=_jit(numba, fused.top1_scan),
+            binary_cells=_jit(numba, fused.binary_cells),
         )
 
 
@@ -190,3 +201,63 @@ def cell_lookup(scores, interior, code, n_cells, table):
     out = np.empty((scores.size,) + table.shape[1:], dtype=table.dtype)
     fn = k.cell_lookup1 if table.ndim == 1 else k.cell_lookup2
     return fn(scores, interior, code, n_cells, table, out)
+
+
+def _fused_ok(proba, k, ndim=2):
+    """Whether the fused kernels take ``proba`` (C-contiguous float, 1-D or
+    2-D with at least two columns as ``ndim`` says)."""
+    return (
+        k is not None
+        and proba.ndim == ndim
+        and (ndim == 1 or proba.shape[1] >= 2)
+        and proba.flags.c_contiguous
+        and proba.dtype in (np.float32, np.float64)
+    )
+
+
+_KIND_CODES = {"confidence": 0, "top_label": 1, "classwise": 2}
+
+
+def binned_totals(proba, y, weight, tables, n_bins, kind, block, tol):
+    """Per-cell sums ``(5, cells)`` (see :mod:`skcalib._core.accel_kernels`)
+    and whether a row failed the check (``|row sum - 1| > tol``, a value
+    outside ``[0, 1]`` or NaN), or None when the numpy path should run.
+
+    ``tables``: ``(interior, codes, n_cells)`` of
+    :func:`skcalib._core.binning._kernel_tables` for the edges of every
+    group; ``kind``: ``"confidence"``, ``"top_label"`` or ``"classwise"``;
+    ``block``: the rows per block of the numpy path (the same sums, bit for
+    bit; 1-D ``proba`` is one block, and ``tol`` is not used); ``y``: column
+    codes; ``weight``: float64 or None.
+    """
+    k = kernels_for(proba.size)
+    if not _fused_ok(proba, k, proba.ndim):
+        return None
+    n_classes = 2 if proba.ndim == 1 else proba.shape[1]
+    groups = 1 if kind == "confidence" else n_classes
+    totals = np.zeros((5, groups * n_bins))
+    y = np.ascontiguousarray(y, dtype=np.intp)
+    w = np.empty(0) if weight is None else np.ascontiguousarray(weight, np.float64)
+    if proba.ndim == 1:  # binary, one block (as the numpy path)
+        one = proba.dtype.type(1)
+        args = (*tables, n_bins, _KIND_CODES[kind], totals)
+        bad = k.binary_cells(proba, one, y, w, *args)
+    elif kind == "classwise":
+        bad = k.class_cells(proba, y, w, *tables, n_bins, block, tol, totals)
+    else:
+        per_class = kind == "top_label"
+        args = (*tables, n_bins, per_class, block, tol, totals)
+        bad = k.top1_cells(proba, y, w, *args)
+    return totals, bool(bad)
+
+
+def top1_scan(proba, tol):
+    """``(pred, conf, bad)`` of 2-D ``proba`` in one checked pass (``bad`` as
+    for :func:`binned_totals`), or None when the numpy path should run."""
+    k = kernels_for(proba.size)
+    if not _fused_ok(proba, k):
+        return None
+    pred = np.empty(proba.shape[0], dtype=np.intp)
+    conf = np.empty(proba.shape[0], dtype=proba.dtype)
+    bad = k.top1_scan(proba, pred, conf, tol)
+    return pred, conf, bool(bad)

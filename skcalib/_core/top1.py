@@ -6,7 +6,9 @@ it is in cache), with no ``n x K`` copy. Used by every binned metric.
 
 import numpy as np
 
+from skcalib._core import accel as _accel
 from skcalib._core.inputs import check_finite_proba, check_proba_values
+from skcalib._core.scores import rounding_tolerance
 
 __all__ = []  # private module
 
@@ -98,8 +100,38 @@ def iter_top1(proba, check_values=True):
         yield start, stop, pred, conf
 
 
+def fused_tolerance(proba):
+    """The row-sum bound of the compiled kernels (:mod:`skcalib._core.accel`)
+    for 2-D ``proba``: the tolerance of the probability check less a margin
+    that covers the difference between their sequential float64 row sums and
+    numpy's pairwise ones (at most ``K * 2**-53``). A row beyond it is
+    decided by the numpy check."""
+    return rounding_tolerance(proba.shape[1], proba.dtype) * (1 - 1e-6)
+
+
+def fused_checked(proba, bad, check_values):
+    """Whether the result of a compiled kernel that reported ``bad`` can be
+    used: always when no row was flagged; with ``check_values``, after the
+    numpy checks of the whole array pass (they raise the usual messages,
+    naming the bad row); never without (the numpy path then handles the
+    unchecked values as it always does)."""
+    if not bad:
+        return True
+    if not check_values:
+        return False
+    check_finite_proba(proba)
+    check_proba_values(proba)
+    return True  # rows near the tolerance, which the exact check accepts
+
+
 def top1(proba, check_values=True):
-    """Predicted column and confidence of every row (see :func:`iter_top1`)."""
+    """Predicted column and confidence of every row (see :func:`iter_top1`).
+
+    One compiled pass with the ``fast`` extra (the same arrays)."""
+    if proba.ndim == 2:
+        fused = _accel.top1_scan(proba, fused_tolerance(proba))
+        if fused is not None and fused_checked(proba, fused[2], check_values):
+            return fused[0], fused[1]
     n = proba.shape[0]
     pred = np.empty(n, dtype=np.intp)
     conf = np.empty(n, dtype=proba.dtype)

@@ -17,13 +17,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from skcalib._core.binning import assign_bins, bin_edges, bin_sums
+from skcalib._core import accel as _accel
+from skcalib._core.binning import (
+    _TABLE_MAX_BINS,
+    _kernel_tables,
+    assign_bins,
+    bin_edges,
+    bin_sums,
+)
 from skcalib._core.inputs import (
     binary_column,
     check_finite_proba,
     check_proba_values,
 )
-from skcalib._core.top1 import _iter_transposed, iter_top1, top1
+from skcalib._core.top1 import (
+    _block_rows,
+    _iter_transposed,
+    fused_checked,
+    fused_tolerance,
+    iter_top1,
+    top1,
+)
 
 __all__ = []  # private module
 
@@ -190,10 +204,37 @@ def _group_totals(groups, edges_of):
     return totals, [e for _, e in parts]
 
 
+def _fused_uniform(inp, kind, edges, check_values):
+    """Statistics ``(5, cells)`` of uniform bins from the one-pass compiled
+    kernel (:func:`skcalib._core.accel.binned_totals`), bit for bit those of
+    the numpy path; None when that path should run."""
+    proba = inp.proba
+    n_bins = edges.size - 1
+    if n_bins > _TABLE_MAX_BINS:
+        return None
+    interior = np.ascontiguousarray(edges[1:-1], dtype=proba.dtype)
+    fused = _accel.binned_totals(
+        proba,
+        inp.y,
+        inp.sample_weight,
+        _kernel_tables(interior),
+        n_bins,
+        kind,
+        _block_rows(proba) if proba.ndim == 2 else proba.size,
+        fused_tolerance(proba) if proba.ndim == 2 else 0.0,
+    )
+    if fused is None or not fused_checked(proba, fused[1], check_values):
+        return None
+    return fused[0]
+
+
 def _top1_uniform(inp, kind, n_bins, check_values):
     """Confidence or top-label statistics of uniform bins, in the top-1 scan."""
     edges = bin_edges(None, n_bins, "uniform")
     groups = inp.n_classes if kind == "top_label" else 1
+    fused = _fused_uniform(inp, kind, edges, check_values)
+    if fused is not None:
+        return fused.reshape(5, groups, n_bins), [edges] * groups
     totals = np.zeros((5, groups * n_bins))
     w = inp.sample_weight
     for start, stop, pred, conf in iter_top1(inp.proba, check_values):
@@ -209,6 +250,14 @@ def _classwise_uniform(inp, n_bins, check_values):
     """Classwise statistics of uniform bins, transposed block by block."""
     k = inp.n_classes
     edges = bin_edges(None, n_bins, "uniform")
+    fused = _fused_uniform(inp, "classwise", edges, check_values)
+    if fused is not None:
+        return fused.reshape(5, k, n_bins), [edges] * k
+    if inp.proba.ndim == 1:  # binary: the two columns one at a time
+        if check_values:
+            check_finite_proba(inp.proba)
+            check_proba_values(inp.proba)
+        return _group_totals(iter_groups(inp, "classwise"), lambda *_: edges)
     totals = np.zeros((5, k * n_bins))
     offsets = (np.arange(k) * n_bins)[:, None]
     columns = np.arange(k)[:, None]
@@ -228,6 +277,12 @@ def statistics(inp, kind, n_bins, strategy, class_index=None, check_values=True)
     ``y_proba`` (O(block) extra memory): confidence and top-label in the top-1
     scan, classwise over transposed blocks. Quantile bins need the values
     first (O(n) memory): top-1 arrays, or one class at a time.
+
+    With the ``fast`` extra (numba), uniform bins take one compiled pass
+    that checks the values, finds the top-1 and adds every row to its cell
+    (:func:`skcalib._core.accel.binned_totals`), and quantile bins a
+    compiled checked top-1 scan: the same sums, bit for bit (the same
+    blocks, each summed in row order), and the same errors.
     """
     top_kind = kind in ("confidence", "top_label")
     if top_kind and strategy == "uniform" and class_index is None:
@@ -237,7 +292,7 @@ def statistics(inp, kind, n_bins, strategy, class_index=None, check_values=True)
         return cell_totals(
             inp, cell_assignment(inp, kind, n_bins, strategy, class_index, top)
         )
-    if strategy == "uniform" and class_index is None and inp.proba.ndim == 2:
+    if strategy == "uniform" and class_index is None:
         return _classwise_uniform(inp, n_bins, check_values)
     if check_values:
         check_finite_proba(inp.proba)

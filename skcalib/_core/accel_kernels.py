@@ -1,0 +1,234 @@
+"""The loops of the fused binned-metric kernels, compiled by
+:mod:`skcalib._core.accel` (plain Python in numba's subset; never called
+uncompiled).
+
+Each kernel reads ``y_proba`` once, row by row: it checks the row (values
+in ``[0, 1]``, the float64 row sum within ``tol`` of 1), finds its top-1
+column and confidence (the first column at the maximum, as ``np.argmax``)
+or bins every column, and adds the row to the per-cell sums. The sums are
+kept per block of ``block`` rows and added to ``totals`` at the end of each
+block, in the order of the numpy path (:mod:`skcalib._core.totals`): a
+block's sums are sequential sums in row order (as ``np.bincount``), so the
+totals are bit for bit those of the numpy path when ``block`` is its block.
+
+The bin of a score ``s`` is read from the cell table of
+:mod:`skcalib._core.binning` (``code[floor(s * n_cells)]``, a binary search
+on ``interior`` for the cells an edge cuts); the product ``s * n_cells`` is
+clamped to ``[0, n_cells]`` by two comparisons that also send NaN to the
+last cell, so that every index stays inside the tables. The kernels return
+whether a row failed the check (NaN included: its sum is NaN); the caller
+then runs the numpy checks, whose messages name the bad row. ``weight`` of
+size 0 means unweighted.
+
+Imported by :func:`skcalib._core.accel._kernels` only once numba is (this
+module imports it).
+
+``totals`` is ``(5, cells)``: weight, weighted confidence, weighted
+accuracy, sum of squared weights, count (the rows of
+:mod:`skcalib._core.totals`).
+"""
+
+import numpy as np
+from numba.extending import register_jitable
+
+__all__ = []  # private module
+
+
+@register_jitable
+def flush(totals, hist, sums, weighted):
+    """Add one block's sums to ``totals`` and zero them. ``hist``: counts of
+    (cell, miss) and (cell, hit); ``sums``: (4, cells) weight, weighted
+    confidence, weighted hits, squared weight (unweighted: row 1 only)."""
+    for b in range(totals.shape[1]):
+        count = hist[2 * b] + hist[2 * b + 1]
+        if weighted:
+            totals[0, b] += sums[0, b]
+            totals[1, b] += sums[1, b]
+            totals[2, b] += sums[2, b]
+            totals[3, b] += sums[3, b]
+        else:
+            totals[0, b] += count
+            totals[1, b] += sums[1, b]
+            totals[2, b] += hist[2 * b + 1]
+            totals[3, b] += count
+        totals[4, b] += count
+        hist[2 * b] = 0
+        hist[2 * b + 1] = 0
+        for r in range(4):
+            sums[r, b] = 0.0
+
+
+@register_jitable
+def top1_rows(proba, start, stop, pred, conf, tol):
+    """``pred[r]``, ``conf[r]`` of the rows ``start + r`` up to ``stop``;
+    whether one failed the check. Two rows at a time: their dependency
+    chains (sum, minimum, running maximum) overlap."""
+    k = proba.shape[1]
+    bad = False
+    for i in range(start, stop - 1, 2):
+        m0 = proba[i, 0]
+        m1 = proba[i + 1, 0]
+        lo0, lo1, a0, a1 = m0, m1, 0, 0
+        s0, s1 = np.float64(m0), np.float64(m1)
+        for j in range(1, k):
+            v0 = proba[i, j]
+            v1 = proba[i + 1, j]
+            s0 += v0
+            s1 += v1
+            lo0 = min(lo0, v0)
+            lo1 = min(lo1, v1)
+            if v0 > m0:
+                m0, a0 = v0, j
+            if v1 > m1:
+                m1, a1 = v1, j
+        bad |= not (lo0 >= 0 and m0 <= 1 and abs(s0 - 1.0) <= tol)
+        bad |= not (lo1 >= 0 and m1 <= 1 and abs(s1 - 1.0) <= tol)
+        pred[i - start], conf[i - start] = a0, m0
+        pred[i + 1 - start], conf[i + 1 - start] = a1, m1
+    if (stop - start) % 2:
+        i = stop - 1
+        m, lo, a, s = proba[i, 0], proba[i, 0], 0, np.float64(proba[i, 0])
+        for j in range(1, k):
+            v = proba[i, j]
+            s += v
+            lo = min(lo, v)
+            if v > m:
+                m, a = v, j
+        bad |= not (lo >= 0 and m <= 1 and abs(s - 1.0) <= tol)
+        pred[i - start], conf[i - start] = a, m
+    return bad
+
+
+def top1_cells(
+    proba, y, weight, interior, code, n_cells, n_bins, per_class, block, tol, totals
+):
+    """Confidence (``per_class`` False) or top-label (cell ``pred * n_bins +
+    bin``) sums of 2-D ``proba``; returns whether a row failed the check.
+    Each block's top-1 is found first (:func:`top1_rows`, into buffers in
+    cache), then binned and added."""
+    n = proba.shape[0]
+    weighted = weight.size > 0
+    hist = np.zeros(2 * totals.shape[1], dtype=np.int32)  # <= block rows
+    sums = np.zeros((4, totals.shape[1]))
+    pred = np.empty(block, dtype=np.intp)
+    conf = np.empty(block, dtype=proba.dtype)
+    top = float(n_cells)
+    bad = False
+    for start in range(0, n, block):
+        stop = min(start + block, n)
+        bad |= top1_rows(proba, start, stop, pred, conf, tol)
+        for r in range(stop - start):
+            m = conf[r]
+            x = m * n_cells
+            x = x if x < top else top  # NaN too
+            c = np.int32(x if x > 0 else 0.0)
+            b = np.intp(code[c])
+            if b < 0:  # a cell an edge cuts
+                b = np.searchsorted(interior, m)
+            if per_class:
+                b += pred[r] * n_bins
+            hit = pred[r] == y[start + r]
+            hist[2 * b + hit] += 1
+            if weighted:
+                wi = weight[start + r]
+                sums[0, b] += wi
+                sums[1, b] += wi * m
+                sums[2, b] += wi * hit
+                sums[3, b] += wi * wi
+            else:
+                sums[1, b] += m
+        flush(totals, hist, sums, weighted)
+    return bad
+
+
+def class_cells(proba, y, weight, interior, code, n_cells, n_bins, block, tol, totals):
+    """Classwise sums of 2-D ``proba`` (cell ``column * n_bins + bin``, target
+    ``y == column``); returns whether a row failed the check."""
+    n, k = proba.shape
+    weighted = weight.size > 0
+    hist = np.zeros(2 * totals.shape[1], dtype=np.int32)  # <= block rows
+    sums = np.zeros((4, totals.shape[1]))
+    top = float(n_cells)
+    bad = False
+    for start in range(0, n, block):
+        for i in range(start, min(start + block, n)):
+            lo = proba[i, 0]
+            hi = lo
+            s = 0.0
+            yi = y[i]
+            wi = weight[i] if weighted else 1.0
+            for j in range(k):
+                v = proba[i, j]
+                s += v
+                lo = min(lo, v)
+                hi = max(hi, v)
+                x = v * n_cells
+                x = x if x < top else top  # NaN too
+                c = np.int32(x if x > 0 else 0.0)
+                b = np.intp(code[c])
+                if b < 0:
+                    b = np.searchsorted(interior, v)
+                b += j * n_bins
+                hit = j == yi
+                hist[2 * b + hit] += 1
+                if weighted:
+                    sums[0, b] += wi
+                    sums[1, b] += wi * v
+                    sums[2, b] += wi * hit
+                    sums[3, b] += wi * wi
+                else:
+                    sums[1, b] += v
+            bad |= not (lo >= 0 and hi <= 1 and abs(s - 1.0) <= tol)
+        flush(totals, hist, sums, weighted)
+    return bad
+
+
+def top1_scan(proba, pred, conf, tol):
+    """``pred`` and ``conf`` (the first column at the row maximum, and the
+    maximum) of 2-D ``proba``; returns whether a row failed the check."""
+    return top1_rows(proba, 0, proba.shape[0], pred, conf, tol)
+
+
+def binary_cells(proba, one, y, weight, interior, code, n_cells, n_bins, kind, totals):
+    """Sums of 1-D binary ``proba`` (the probability of class 1) in one block:
+    ``kind`` 0 confidence, 1 top-label, 2 classwise (group 0 the scores
+    ``one - p`` against ``y == 0``, group 1 ``p`` against ``y == 1``);
+    ``one`` is 1 in the dtype of ``proba``. Returns whether a value is
+    outside ``[0, 1]`` or NaN."""
+    weighted = weight.size > 0
+    hist = np.zeros(2 * totals.shape[1], dtype=np.int64)
+    sums = np.zeros((4, totals.shape[1]))
+    top = float(n_cells)
+    bad = False
+    for i in range(proba.size):
+        p = proba[i]
+        bad |= not (p >= 0 and p <= 1)
+        neg = one - p
+        for e in range(2 if kind == 2 else 1):
+            if kind == 2:
+                v = neg if e == 0 else p
+                group = e
+                hit = y[i] == e
+            else:
+                v = max(p, neg)
+                group = np.intp(p > neg)
+                hit = group == y[i]
+            x = v * n_cells
+            x = x if x < top else top  # NaN too
+            c = np.int32(x if x > 0 else 0.0)
+            b = np.intp(code[c])
+            if b < 0:
+                b = np.searchsorted(interior, v)
+            if kind != 0:
+                b += group * n_bins
+            hist[2 * b + hit] += 1
+            if weighted:
+                wi = weight[i]
+                sums[0, b] += wi
+                sums[1, b] += wi * v
+                sums[2, b] += wi * hit
+                sums[3, b] += wi * wi
+            else:
+                sums[1, b] += v
+    flush(totals, hist, sums, weighted)
+    return bad
