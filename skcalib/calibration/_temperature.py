@@ -25,6 +25,10 @@ from skcalib._core.xp_scores import softmax as xp_softmax
 
 __all__ = ["TemperatureCalibrator"]
 
+#: Elements per block of :meth:`TemperatureCalibrator.predict_proba` (a block
+#: of the output is computed in place, in cache).
+_PREDICT_BLOCK = 1 << 18
+
 
 def _first_chunk_temperature(scores, y, w):
     """``log(1 / T)`` fitted to 1e-3 on one chunk, or None."""
@@ -144,6 +148,11 @@ class TemperatureCalibrator(BaseCalibrator):
     nothing of size ``n`` crosses except the sample weights, checked on the
     host. ``n_jobs`` does not apply there. Wrapper mode computes on the host.
 
+    Memory (numpy): :meth:`predict_proba` computes its output block of rows
+    by block in place, so it allocates nothing else of size ``n x K``; a fit
+    on 2-D probabilities takes their log block by block inside each pass
+    (the same temperature, bit for bit, as a fit on ``log p``).
+
     References
     ----------
     .. [1] C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger, "On Calibration of
@@ -190,14 +199,18 @@ class TemperatureCalibrator(BaseCalibrator):
         self.n_jobs = n_jobs
 
     def _fit(self, scores, y, sample_weight):
+        # 2-D probabilities go to the solver as they are: it takes their log
+        # block by block in each pass (no n x K array of log-probabilities).
+        probabilities = scores.score_type == "probability" and scores.raw.ndim == 2
         self._set_temperature(
             *fit_temperature(
-                scores.logits,
+                scores.raw if probabilities else scores.logits,
                 y,
                 sample_weight,
                 max_iter=self.max_iter,
                 tol=self.tol,
                 n_jobs=effective_n_jobs(self.n_jobs),
+                probabilities=probabilities,
             )
         )
 
@@ -291,8 +304,16 @@ class TemperatureCalibrator(BaseCalibrator):
     def _predict_proba(self, scores):
         # The scores as fitted (logits as given, log p for probabilities):
         # log-softmax would round away the information of tiny logits.
-        logits = scores.logits
-        return softmax(logits / logits.dtype.type(self.temperature_))
+        # Block by block into the output: no other n x K array.
+        n_classes = len(self.classes_)
+        out = np.empty((scores.n_samples, n_classes), dtype=scores.dtype)
+        temperature = scores.dtype.type(self.temperature_)
+        step = max(1, _PREDICT_BLOCK // n_classes)
+        for start in range(0, scores.n_samples, step):
+            block = out[start : start + step]
+            np.divide(scores.logit_rows(start, start + step), temperature, out=block)
+            softmax(block, out=block)
+        return out
 
     def _predict_proba_xp(self, scores):
         return xp_softmax(scores.xp, scores.logits / self.temperature_)

@@ -5,6 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from skcalib._core.scores import log_floored
 from skcalib._core.weights import unit_weights
 
 __all__ = []  # private module
@@ -12,7 +13,16 @@ __all__ = []  # private module
 
 # --------------------------------------------------------------- temperature
 def _temperature_terms(
-    z, z_max, dy, beta, w, chunk_rows, n_jobs=1, coarse=False, inv_scale=1.0
+    z,
+    z_max,
+    dy,
+    beta,
+    w,
+    chunk_rows,
+    n_jobs=1,
+    coarse=False,
+    inv_scale=1.0,
+    probabilities=False,
 ):
     """NLL, gradient and second derivative in ``beta = 1 / T``.
 
@@ -29,37 +39,62 @@ def _temperature_terms(
     ``inv_scale`` (a power of two, so exact) multiplies ``d`` as it is
     formed; ``dy`` is passed already multiplied. Squares of gaps of 1e200
     then do not overflow, nor those of 1e-200 underflow.
+    ``probabilities=True``: ``z`` holds probabilities, whose logits
+    (:func:`~skcalib._core.scores.log_floored`) are taken block by block.
     """
     dtype = np.float32 if coarse else np.float64
 
     def block(start):
         stop = start + chunk_rows
-        dc = np.subtract(
-            z[start:stop], z_max[start:stop, None], dtype=dtype, casting="unsafe"
-        )
-        if inv_scale != 1.0:
-            dc *= dtype(inv_scale)
-        e = np.multiply(dc, dtype(beta))
-        np.exp(e, out=e)
-        s0 = np.einsum("ij->i", e).astype(np.float64)
-        m1 = np.einsum("ij,ij->i", e, dc) / s0
-        e *= dc
-        m2 = np.einsum("ij,ij->i", e, dc) / s0
-        dyc = dy[start:stop]
-        terms = np.vstack(
-            (np.log(s0) - beta * dyc, m1 - dyc, np.maximum(m2 - m1 * m1, 0.0))
-        )
-        if w is None:
-            return terms.sum(axis=1)
-        return terms @ w[start:stop]
+        zb = log_floored(z[start:stop]) if probabilities else z[start:stop]
+        w_b = None if w is None else w[start:stop]
+        return _block_terms(
+            zb, z_max[start:stop], dy[start:stop], w_b, beta, dtype, inv_scale,
+            owned=probabilities,
+        )  # fmt: skip
 
-    starts = range(0, z.shape[0], chunk_rows)
+    return np.sum(_map_blocks(block, z.shape[0], chunk_rows, n_jobs), axis=0)
+
+
+def _map_blocks(block, n, chunk_rows, n_jobs):
+    """``[block(start)]`` for the blocks of rows, on ``n_jobs`` threads."""
+    starts = range(0, n, chunk_rows)
     if n_jobs > 1 and len(starts) > 1:
         with ThreadPoolExecutor(max_workers=n_jobs) as pool:
-            parts = list(pool.map(block, starts))
-    else:
-        parts = [block(start) for start in starts]
-    return np.sum(parts, axis=0)
+            return list(pool.map(block, starts))
+    return [block(start) for start in starts]
+
+
+def _block_terms(zb, z_max, dy, w, beta, dtype, inv_scale, owned):
+    """The three sums of :func:`_temperature_terms` over one block of logits
+    ``zb`` (``owned``: a temporary that may be overwritten)."""
+    dc = _shifted(zb, z_max, dtype, owned)
+    if inv_scale != 1.0:
+        dc *= dtype(inv_scale)
+    e = np.multiply(dc, dtype(beta))
+    np.exp(e, out=e)
+    s0 = np.einsum("ij->i", e).astype(np.float64, copy=False)
+    m1 = np.einsum("ij,ij->i", e, dc) / s0
+    e *= dc
+    m2 = np.einsum("ij,ij->i", e, dc) / s0
+    terms = (np.log(s0) - beta * dy, m1 - dy, np.maximum(m2 - m1 * m1, 0.0))
+    if w is None:  # each sum as that of its row of the stacked terms
+        return np.array([t.sum() for t in terms])
+    return np.vstack(terms) @ w
+
+
+def _shifted(zb, z_max, dtype, owned):
+    """``zb - z_max[:, None]`` in ``dtype``: the values of
+    ``np.subtract(zb, z_max[:, None], dtype=dtype, casting="unsafe")`` (both
+    cast to ``dtype`` first), without its slow mixed-type loop. ``owned``:
+    ``zb`` is a temporary that may be overwritten."""
+    shift = z_max.astype(dtype, copy=False)[:, None]
+    if zb.dtype != dtype:
+        zb, owned = zb.astype(dtype), True
+    if owned:
+        zb -= shift
+        return zb
+    return zb - shift
 
 
 def _newton_temperature(
@@ -171,6 +206,7 @@ def fit_temperature(
     tol=1e-8,
     bounds=None,
     n_jobs=1,
+    probabilities=False,
 ):
     """Maximum-likelihood temperature by safeguarded Newton on ``log(1/T)``.
 
@@ -210,6 +246,11 @@ def fit_temperature(
     bounds : tuple of two floats or None
         Search range of ``T``; ``None``: :func:`temperature_bounds`.
     n_jobs : int
+    probabilities : bool, default=False
+        ``logits`` holds probabilities: their logits
+        :func:`~skcalib._core.scores.log_floored` are taken block by block
+        in every pass (never an ``n x K`` array; the same temperature bit
+        for bit as passing ``log_floored(logits)``).
 
     Returns
     -------
@@ -223,17 +264,18 @@ def fit_temperature(
     if sample_weight is not None:
         top = float(sample_weight.max(initial=0.0))
         sample_weight = unit_weights(sample_weight, top)[0]
-    z_max = z.max(axis=1).astype(np.float64)
-    dy = z[np.arange(n), y] - z_max
+    chunk_rows = max(1, 2**16 // max(1, z.shape[1]))
+    z_max, dy = _row_max_and_gap(z, y, probabilities)
     active = dy if sample_weight is None else dy[sample_weight > 0]
     if np.all(active == 0):
-        if np.array_equal(z_max, z.min(axis=1)):
+        z_min = _row_min(z, probabilities)
+        if np.array_equal(z_max, z_min):
             # Every row is constant: the NLL does not depend on T at all.
             return 1.0, 0, "converged"
         # Every sample's true class has the top score: the NLL decreases in
         # beta without bound, the infimum is at T -> 0.
         if bounds is None:
-            bounds = _separated_bounds(z_max - z.min(axis=1), sample_weight)
+            bounds = _separated_bounds(z_max - z_min, sample_weight)
         return float(bounds[0]), 0, "lower_bound"
     gap = -dy
     w_gap = gap if sample_weight is None else gap * sample_weight
@@ -256,7 +298,6 @@ def fit_temperature(
         ww = sample_weight[wrong]
         t0 = float(gap[wrong] @ ww / ww.sum()) if ww.sum() > 0 else float(gap.max())
     t0 = min(max(t0 / scale, bounds[0]), bounds[1])
-    chunk_rows = max(1, 2**16 // max(1, z.shape[1]))
 
     def terms_of(rows):
         zr, z_max_r, dy_r = z[rows], z_max[rows], dy[rows]
@@ -273,6 +314,7 @@ def fit_temperature(
                 n_jobs,
                 coarse=coarse,
                 inv_scale=1.0 / scale,
+                probabilities=probabilities,
             )
 
         return terms, float(zr.shape[0] if w_r is None else w_r.sum())
@@ -291,6 +333,39 @@ def fit_temperature(
         terms, u, total, max_iter, tol, bounds, coarse_first=coarse_ok
     )
     return float(np.exp(-u)) * scale, n_iter, status
+
+
+#: Elements per block of the passes that take the logits of probabilities.
+_LOG_BLOCK = 1 << 18
+
+
+def _logit_blocks(z, probabilities):
+    """``(rows, logits of those rows)`` by blocks (the whole array for logits)."""
+    if not probabilities:
+        yield slice(None), z
+        return
+    step = max(1, _LOG_BLOCK // max(1, z.shape[1]))
+    for start in range(0, z.shape[0], step):
+        rows = slice(start, start + step)
+        yield rows, log_floored(z[rows])
+
+
+def _row_max_and_gap(z, y, probabilities):
+    """float64 row maxima of the logits and ``dy = z_true - z_max`` (<= 0)."""
+    z_max = np.empty(z.shape[0])
+    z_true = np.empty(z.shape[0], dtype=z.dtype)
+    for rows, zb in _logit_blocks(z, probabilities):
+        z_max[rows] = zb.max(axis=1)
+        z_true[rows] = zb[np.arange(zb.shape[0]), y[rows]]
+    return z_max, z_true - z_max
+
+
+def _row_min(z, probabilities):
+    """Row minima of the logits (dtype of ``z``)."""
+    z_min = np.empty(z.shape[0], dtype=z.dtype)
+    for rows, zb in _logit_blocks(z, probabilities):
+        z_min[rows] = zb.min(axis=1)
+    return z_min
 
 
 def _gap_scale(max_gap):
