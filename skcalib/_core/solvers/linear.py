@@ -26,10 +26,11 @@ is the same, but the stopping rule -- the largest absolute entry of the
 gradient of ``J`` at most ``tol`` -- is then scale-free: logits of 1e4 do not
 make it unreachable in float64.
 
-* Vector scaling (``2K`` parameters): Newton's method with the exact Hessian
-  and a backtracking line search; above :data:`MAX_BLOCK_CLASSES` classes
-  (where the dense ``2K x 2K`` Hessian costs ``O(n K^2)`` per step) L-BFGS-B
-  as below, preconditioned by the diagonal of the Hessian.
+* Vector scaling (``2K`` parameters): Newton's method with a backtracking
+  line search on a subsampled Hessian while the gradient is large, then on
+  one exact Hessian (:mod:`~skcalib._core.solvers.vector`); above
+  :data:`MAX_BLOCK_CLASSES` classes (the dense ``2K x 2K`` Hessian costs
+  ``O(n K^2)``) L-BFGS-B as below, preconditioned by its diagonal.
 * Newton's method (vector scaling, and matrix scaling up to
   :data:`MAX_NEWTON_CLASSES` classes) steps on the pseudo-inverse of the
   Jacobi-scaled Hessian and, once the tolerance is met, polishes the fit to
@@ -63,6 +64,7 @@ from scipy.linalg.lapack import dtrtri
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
+from skcalib._core.solvers import vector
 from skcalib._core.solvers.newton import SEPARATION_MAX_ENTRIES, separation
 from skcalib._core.solvers.newton import polished_newton as _newton
 
@@ -139,6 +141,7 @@ class PenalisedNLL:
             self.w /= self.w.sum()
         self.w_const = 1.0 / n
         self.blocks = _row_blocks(n, k)
+        self.hessian_stride = vector.hessian_stride(n)
         self.pool = None  # a ThreadPoolExecutor while a solver runs in threads
         if x_scale is None:
             x_scale = 1.0
@@ -266,27 +269,21 @@ class PenalisedNLL:
         return total
 
     def _block_terms(self, sl, theta, hessian):
-        """Loss, gradient and (vector scaling) Hessian sums of one block."""
-        k = self.k
+        """Loss, gradient and (with ``hessian``) Hessian sums of one block;
+        vector scaling: :func:`~skcalib._core.solvers.vector.block_terms`,
+        but the gradient alone of more than :data:`MAX_BLOCK_CLASSES`
+        classes (L-BFGS-B, stopped unpolished at ``tol``) is the residual
+        form of the device path (``xp_linear``): the host and device fits
+        then agree to rounding."""
+        if self.diagonal and (hessian or self.k <= MAX_BLOCK_CLASSES):
+            return vector.block_terms(self, sl, theta, hessian)
         xb, wb, a, p, s = self._block(sl, theta)
         rows = np.arange(xb.shape[0])
         yb = self.y[sl]
         li = np.log(s) - a[rows, yb]
         loss = float(li.sum() * wb if self.w is None else li @ self.w[sl])
-        hess = None
-        if hessian and not self.diagonal:  # uses p before it becomes the residual
-            hess = _matrix_hessian(xb, wb, p)
-        elif hessian:
-            px = p * xb
-            m = np.hstack((px, p))
-            m *= np.sqrt(wb)
-            hess = -(m.T @ m)
-            idx = np.arange(k)
-            hess[idx, idx] += np.sum(wb * px * xb, axis=0)
-            hess[idx + k, idx + k] += np.sum(wb * p, axis=0)
-            cross = np.sum(wb * px, axis=0)
-            hess[idx, idx + k] += cross
-            hess[idx + k, idx] += cross
+        # uses p before it becomes the residual
+        hess = _matrix_hessian(xb, wb, p) if hessian else None
         r = p
         r[rows, yb] -= 1.0
         r *= wb
@@ -300,9 +297,18 @@ class PenalisedNLL:
         """``J``, its gradient (shape of ``theta``) and, with ``hessian``,
         the exact Hessian of ``J`` in the order of ``theta.ravel()``: ``(w,
         b)`` for vector scaling (shape ``(2K, 2K)``), the rows of ``[W | b]``
-        for matrix scaling (shape ``(K (K + 1), K (K + 1))``)."""
+        for matrix scaling (shape ``(K (K + 1), K (K + 1))``). Vector
+        scaling also takes ``hessian="sub"``: the Hessian on every
+        ``hessian_stride``-th row (see :mod:`~skcalib._core.solvers.vector`)."""
         loss, grad, hess = self._sum(lambda sl: self._block_terms(sl, theta, hessian))
         return self.add_penalty(theta, loss, grad, hess)
+
+    def loss(self, theta):
+        """``J`` alone (vector scaling: a cheaper pass than :meth:`loss_grad`)."""
+        if not self.diagonal:
+            return self.loss_grad(theta)[0]
+        (loss,) = self._sum(lambda sl: vector.block_loss(self, sl, theta))
+        return self.add_penalty(theta, loss, np.zeros_like(theta))[0]
 
     def add_penalty(self, theta, loss, grad, hess=None):
         """Add the penalty's value, gradient and Hessian to the data terms."""
@@ -427,15 +433,18 @@ def _start(problem, start):
 
 
 def fit_vector(problem, *, max_iter, tol, n_jobs=1, start=None):
-    """Vector scaling: :func:`_newton` up to :data:`MAX_BLOCK_CLASSES`
-    classes, above that :func:`_lbfgs` preconditioned by the diagonal of the
-    Hessian (the exact ``2K x 2K`` Hessian costs ``O(n K^2)`` per step, and
-    its memory ``O(K^2)`` per thread); ``n_jobs`` threads over blocks."""
+    """Vector scaling: :func:`~skcalib._core.solvers.vector.fit` up to
+    :data:`MAX_BLOCK_CLASSES` classes, above that :func:`_lbfgs`
+    preconditioned by the diagonal of the Hessian (the exact ``2K x 2K``
+    Hessian costs ``O(n K^2)`` per step, and its memory ``O(K^2)`` per
+    thread); ``n_jobs`` threads over blocks."""
     with _threads(problem, n_jobs):
-        theta = _start(problem, start)
         if problem.k > MAX_BLOCK_CLASSES:
+            theta = _start(problem, start)
             return _lbfgs(problem, theta, max_iter=max_iter, tol=tol)
-        return _newton(problem, theta, max_iter=max_iter, tol=tol)
+        # the numpy objective subsamples the Hessian (others compute it all)
+        sub = type(problem).loss_grad is PenalisedNLL.loss_grad
+        return vector.fit(problem, start, max_iter=max_iter, tol=tol, subsample=sub)
 
 
 # ------------------------------------------------------------- L-BFGS-B
