@@ -5,6 +5,7 @@ calibrator, and plot it (:mod:`skcalib.plotting`, needs matplotlib). Nothing
 heavy is imported here.
 """
 
+from skcalib._core.score_cache import ScoreCache
 from skcalib._core.xp import move_estimator_to
 from skcalib._version import __version__
 from skcalib.calibration import (
@@ -42,6 +43,7 @@ __all__ = [
     "MatrixScalingCalibratorCV",
     "PlattCalibrator",
     "ScalingBinningCalibrator",
+    "ScoreCache",
     "TemperatureCalibrator",
     "VectorScalingCalibrator",
     "VennAbersCalibrator",

@@ -27,6 +27,7 @@ from skcalib._core.compat import (
 )
 from skcalib._core.inputs import input_kind
 from skcalib._core.labels import unique_inverse
+from skcalib._core.score_cache import cached_scores
 from skcalib._core.scores import Scores, all_finite, finite_range, resolve_score_type
 from skcalib._core.weights import _checked_weights
 from skcalib._core.xp import namespace
@@ -165,7 +166,8 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
                 f"response_method={method!r} but {type(self.estimator).__name__} "
                 f"has no method {method!r}."
             )
-        scores = getattr(self.estimator, method)(X)
+        # Through the ScoreCache of an open ``with`` block, if any.
+        scores = cached_scores(self.estimator, method, X)
         source = f"{type(self.estimator).__name__}.{method}(X)"
         scores = check_array(
             scores,

@@ -1,0 +1,397 @@
+"""An opt-in cache of the scores of a wrapped classifier, keyed on content.
+
+In wrapper mode a calibrator reads its scores by calling the prefit
+classifier's ``decision_function`` or ``predict_proba``. A grid search over
+the calibrator's parameters calls it again for every candidate on the same
+folds; :class:`ScoreCache` computes each distinct input's scores once.
+
+The key says everything the scores depend on, so that a hit is the array a
+new call would return:
+
+* the classifier's whole state: a SHA-256 of its pickle (its class,
+  parameters and fitted attributes; a refit, a ``set_params`` or an
+  in-place change of a fitted array gives another key);
+* the content of ``X``: SHA-256 of the bytes of a numpy array with its
+  dtype, shape and memory order (a change in place gives another key),
+  a SHA-256 of the pickle of anything else (DataFrames with their
+  columns, sparse matrices, lists);
+* the method name and scikit-learn's global configuration.
+
+The same key from two objects (a pickled copy, say) shares one entry: their
+scores are the same. Keys are content, not ``id()``: an address that Python
+reuses for a new object never finds the old object's scores.
+"""
+
+import hashlib
+import itertools
+import pickle
+import threading
+from collections import OrderedDict
+
+import numpy as np
+from sklearn import get_config
+
+from skcalib._core.score_rows import RowBlock, assemble, row_bytes, row_hashes
+
+__all__ = ["ScoreCache", "active_score_cache", "cached_scores"]
+
+#: The cache that :func:`cached_scores` uses now (None: no caching). Set by
+#: ``with ScoreCache(...)`` and restored on exit; process-wide, so that
+#: threads of a search see it (processes do not: each has its own module).
+_ACTIVE = [None]
+_ACTIVE_LOCK = threading.Lock()
+
+
+class ScoreCache:
+    """Compute each distinct input's scores of a wrapped classifier once.
+
+    Inside ``with ScoreCache():`` every skcalib calibrator in wrapper mode
+    (``estimator=clf``) looks the scores of ``clf`` on ``X`` up before it
+    calls ``clf.decision_function(X)`` or ``clf.predict_proba(X)``, and keeps
+    those it computes, so that a :class:`~sklearn.model_selection.GridSearchCV`
+    over the calibrator's parameters predicts each fold once instead of once
+    per candidate. Results are identical with or without the cache.
+
+    An entry is found only for the same classifier state and the same input
+    content: the key holds a SHA-256 of the classifier's pickle (class,
+    parameters and fitted attributes), a SHA-256 of the bytes of ``X`` (with
+    dtype, shape and memory order; of its pickle for DataFrames and other
+    inputs), the method name and scikit-learn's configuration. A refit
+    classifier, a changed parameter or an ``X`` changed in place gives a new
+    key, never the old scores.
+
+    Parameters
+    ----------
+    max_bytes : int, default=268435456
+        Most bytes of scores held (256 MiB); the least recently used entries
+        go first. An array larger than this is not kept. ``0`` switches
+        caching off inside the block (nothing is hashed).
+    reuse_rows : bool, default=False
+        Also find the rows of ``X`` among the rows of earlier inputs (2-D
+        numpy arrays), and predict only the rows not seen yet, in one call.
+        The folds of a search are then predicted once in all: the first
+        fold's train and test parts hold every row. Assumes what holds for
+        scikit-learn's tree ensembles but not for every model: a row's
+        scores depend on that row only and are the same bits in any batch
+        (a matrix product may round a row differently in another batch;
+        a step that standardises each batch by its own mean breaks it
+        outright). Rows are matched by a 64-bit hash and then byte for
+        byte; the rows are kept (their bytes count in ``max_bytes``).
+
+    Attributes
+    ----------
+    hits : int
+        Calls answered from the cache.
+    misses : int
+        Calls looked up and not found (their scores were computed).
+
+    See Also
+    --------
+    sklearn.pipeline.Pipeline : Its ``memory=`` caches fitted transformers.
+
+    Notes
+    -----
+    The cache is off unless a ``with`` block turns it on, because only
+    what a classifier's pickle holds is in the key: a classifier whose
+    predictions depend on anything else (a global variable read by a
+    function it calls, randomness at predict time, an external model server)
+    could get outdated or frozen scores from a cache that is always on.
+    Inside the block, use it for classifiers whose predictions are a
+    function of their state and ``X``, as they are for scikit-learn's.
+
+    The block is process-wide: threads (``n_jobs`` with the threading
+    backend) share it; worker processes (the default ``loky`` backend with
+    ``n_jobs > 1``) do not see it. With the cache, the calibrator fits are
+    what remains, and they are fast, so ``n_jobs=1`` is usually quickest.
+
+    A classifier that cannot be pickled (a lambda in a step, say) is not
+    cached: its scores are computed on every call, as without the cache.
+    The cost of a lookup is one hash of ``X`` (about 10 ms for 1e5 x 20
+    float64 with SHA-256) and one of the classifier's pickle (about 10 ms
+    for 200 boosted trees), small next to a prediction of the models that
+    benefit.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> from skcalib import HistogramBinningCalibrator
+    >>> from skcalib import ScoreCache
+    >>> X, y = make_classification(2000, random_state=0)
+    >>> clf = LogisticRegression().fit(X[:1000], y[:1000])
+    >>> search = GridSearchCV(
+    ...     HistogramBinningCalibrator(estimator=clf), {"n_bins": [5, 10, 20]}
+    ... )
+    >>> with ScoreCache() as cache:
+    ...     _ = search.fit(X[1000:], y[1000:])
+    >>> cache.misses  # 5 folds x (train, test) + the refit
+    11
+    >>> cache.hits
+    20
+    """
+
+    def __init__(self, max_bytes=256 * 2**20, *, reuse_rows=False):
+        self.max_bytes = max_bytes
+        self.reuse_rows = reuse_rows
+        self.hits = 0
+        self.misses = 0
+        self._entries = OrderedDict()
+        self._groups = {}
+        self._serial = itertools.count()
+        self._nbytes = 0
+        self._lock = threading.Lock()
+        self._previous = []
+
+    def __enter__(self):
+        if int(self.max_bytes) < 0:
+            raise ValueError(f"max_bytes must be >= 0, got {self.max_bytes!r}.")
+        with _ACTIVE_LOCK:
+            self._previous.append(_ACTIVE[0])
+            _ACTIVE[0] = self
+        return self
+
+    def __exit__(self, *exc_info):
+        with _ACTIVE_LOCK:
+            _ACTIVE[0] = self._previous.pop()
+        return False
+
+    def __len__(self):
+        return len(self._entries)
+
+    def __getstate__(self):
+        # Entries and the lock stay in this process; a copy starts empty.
+        return {"max_bytes": self.max_bytes, "reuse_rows": self.reuse_rows}
+
+    def __setstate__(self, state):
+        max_bytes = state.pop("max_bytes")
+        self.__init__(max_bytes, **state)
+
+    @property
+    def nbytes(self):
+        """Return the bytes of scores held now.
+
+        Returns
+        -------
+        nbytes : int
+        """
+        return self._nbytes
+
+    def clear(self):
+        """Drop every entry and reset the counters.
+
+        Returns
+        -------
+        self : ScoreCache
+            The emptied cache.
+        """
+        with self._lock:
+            self._entries.clear()
+            self._groups.clear()
+            self._nbytes = 0
+            self.hits = self.misses = 0
+        return self
+
+    def scores(self, estimator, method, X):
+        """Return ``getattr(estimator, method)(X)``, computed at most once.
+
+        Parameters
+        ----------
+        estimator : object
+            A fitted classifier.
+        method : str
+            ``"decision_function"`` or ``"predict_proba"``.
+        X : array-like
+            The classifier's input.
+
+        Returns
+        -------
+        scores : ndarray
+            The method's result; an array from the cache is read-only.
+        """
+        predict = getattr(estimator, method)
+        model = _model_key(estimator, method) if self.max_bytes else None
+        if model is None:
+            return predict(X)
+        if self.reuse_rows and (rows := row_bytes(X)) is not None:
+            return self._row_scores(model, predict, X, rows)
+        key = (model, content_hash(X))
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+                return found
+            self.misses += 1
+        scores = predict(X)
+        if _storable(scores):
+            kept = scores.copy()  # the caller owns (and may change) scores
+            kept.flags.writeable = False
+            self._store(key, kept)
+        return scores
+
+    def _row_scores(self, model, predict, X, rows):
+        """The ``reuse_rows`` lookup: rows found in earlier blocks, the
+        others predicted in one call on ``X[missing]`` and kept as a block."""
+        group = (model, X.dtype.str, X.shape[1])
+        hashes = row_hashes(rows)
+        with self._lock:
+            blocks = [(k, self._entries[k]) for k in self._groups.get(group, ())]
+        todo, found = np.arange(len(rows)), []
+        for key, block in blocks:
+            q, c = block.find(rows, hashes, todo)
+            if q.size:
+                found.append((q, block, c))
+                todo = np.setdiff1d(todo, q, assume_unique=True)
+                with self._lock:
+                    if key in self._entries:
+                        self._entries.move_to_end(key)
+            if not todo.size:
+                break
+        with self._lock:
+            self.hits += not todo.size
+            self.misses += bool(todo.size)
+        if not found:
+            new = predict(X)
+        elif todo.size:
+            new = predict(X[todo])
+        else:
+            new = None
+        if new is not None and not _storable(new):
+            return new if not found else predict(X)
+        if new is not None:
+            self._store(
+                ("rows", group, next(self._serial)),
+                RowBlock.of(rows[todo], hashes[todo], new),
+                group=group,
+            )
+        if not found:
+            return new
+        out = assemble(len(rows), found, todo, new)
+        return predict(X) if out is None else out
+
+    def _store(self, key, value, group=None):
+        """Keep ``value`` (a read-only array or a :class:`RowBlock`) unless
+        it is larger than ``max_bytes``, evicting the least recently used
+        entries."""
+        if value.nbytes > self.max_bytes:
+            return
+        with self._lock:
+            if key in self._entries:
+                return
+            self._entries[key] = value
+            self._nbytes += value.nbytes
+            if group is not None:
+                self._groups.setdefault(group, []).append(key)
+            while self._nbytes > self.max_bytes:
+                old_key, old = self._entries.popitem(last=False)
+                self._nbytes -= old.nbytes
+                if isinstance(old, RowBlock):
+                    keys = self._groups[old_key[1]]
+                    keys.remove(old_key)
+                    if not keys:
+                        del self._groups[old_key[1]]
+
+
+def active_score_cache():
+    """The :class:`ScoreCache` of the innermost open ``with`` block, or None.
+
+    Examples
+    --------
+    >>> from skcalib._core.score_cache import ScoreCache, active_score_cache
+    >>> active_score_cache() is None
+    True
+    >>> with ScoreCache() as cache:
+    ...     active_score_cache() is cache
+    True
+    """
+    return _ACTIVE[0]
+
+
+def cached_scores(estimator, method, X):
+    """``getattr(estimator, method)(X)`` through the active cache, if any."""
+    cache = _ACTIVE[0]
+    if cache is None:
+        return getattr(estimator, method)(X)
+    return cache.scores(estimator, method, X)
+
+
+def _model_key(estimator, method):
+    """What the scores depend on besides ``X``: the classifier's state, the
+    method and scikit-learn's configuration; None when the classifier
+    cannot be hashed (it does not pickle)."""
+    try:
+        model = pickle_hash(estimator)
+    except Exception:  # anything pickling raises: no caching
+        return None
+    return (model, method, repr(sorted(get_config().items())))
+
+
+def _storable(scores):
+    """Scores the cache keeps: float numpy arrays (anything else a method
+    returns is given back as it is, uncached)."""
+    return type(scores) is np.ndarray and scores.dtype.kind == "f"
+
+
+def pickle_hash(obj):
+    """SHA-256 of the pickle of ``obj`` (protocol 5), its array buffers
+    hashed where they lie (out of band: no copy of a model's arrays).
+
+    Equal pickles rebuild equal objects, so equal hashes mean equal state;
+    the same state may pickle differently (a set built in another order),
+    which only costs a miss. Raises what pickling raises.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib._core.score_cache import pickle_hash
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> X, y = np.array([[0.0], [1.0], [2.0], [3.0]]), np.array([0, 0, 1, 1])
+    >>> clf = LogisticRegression().fit(X, y)
+    >>> before = pickle_hash(clf)
+    >>> pickle_hash(clf) == before
+    True
+    >>> pickle_hash(clf.fit(X[::-1] * 2, y[::-1])) == before  # refit in place
+    False
+    """
+    buffers = []
+    stream = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+    digest = hashlib.sha256(stream)
+    for buffer in buffers:
+        digest.update(buffer.raw())
+    return digest.hexdigest()
+
+
+def content_hash(X):
+    """A hash of the content of ``X``: equal for equal content, different
+    after any change in place.
+
+    A plain numpy array of fixed-size items is hashed with SHA-256 over its
+    bytes (no copy when C- or Fortran-contiguous), with its dtype, shape
+    and memory order (a BLAS product may round differently on the two
+    layouts). Anything else (DataFrames, sparse matrices, lists, object
+    arrays, array subclasses) goes to :func:`pickle_hash`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib._core.score_cache import content_hash
+    >>> a = np.arange(6.0).reshape(2, 3)
+    >>> content_hash(a) == content_hash(a.copy())
+    True
+    >>> before = content_hash(a)
+    >>> a[0, 0] = 1.0
+    >>> content_hash(a) == before
+    False
+    """
+    if type(X) is not np.ndarray or X.dtype.hasobject:
+        return "pickle:" + pickle_hash(X)
+    if X.flags.c_contiguous:
+        order, buffer = "C", X
+    elif X.flags.f_contiguous:
+        order, buffer = "F", X.T
+    else:  # strided: hashed as a copy, keyed apart from contiguous arrays
+        order, buffer = "strided", np.ascontiguousarray(X)
+    digest = hashlib.sha256(repr((X.dtype.str, X.shape, order)).encode())
+    digest.update(buffer.reshape(-1).view(np.uint8))
+    return "sha256:" + digest.hexdigest()
