@@ -679,6 +679,23 @@ def metric_data(draw, K=None, one_d=None):
     return draw(datasets(kind="probability", K=K, one_d=one_d))
 
 
+#: Metrics that refuse ``sample_weight`` with a ValueError: the kernel
+#: calibration error's pair mean has no repeated-row reading of weights.
+REFUSES_WEIGHTS = {"kernel_calibration_error", "kernel_calibration_test"}
+
+
+def _allowed_not_finite(result, name, value):
+    """Where a non-finite value is part of a result's documented meaning: a
+    test statistic of infinity when its p-value is 0 (certain rejection), a
+    smoothed accuracy of NaN where the smoothed density is ~0."""
+    if name == "per_class_statistic":
+        return np.asarray(result.per_class_pvalue) == 0
+    if name in ("accuracy", "mean_confidence") and hasattr(result, "density"):
+        density = np.nan_to_num(np.asarray(result.density))
+        return density <= 1e-9 * density.max()
+    return np.zeros(np.shape(value), bool)
+
+
 @pytest.mark.parametrize(("metric", "strategy"), METRIC_CASES)
 def test_metric_returns_finite_python_floats(metric, strategy):
     """Exact 0/1, values on bin edges, ties: a Python float, never NaN (a
@@ -694,9 +711,11 @@ def test_metric_returns_finite_python_floats(metric, strategy):
             return
         counts = getattr(result, "counts", None)
         for f in dataclasses.fields(result):
+            if f.name == "statistic" and getattr(result, "pvalue", None) == 0.0:
+                continue  # a test statistic may be inf when p = 0 (certain)
             v = getattr(result, f.name)
             if isinstance(v, np.ndarray) and v.dtype.kind == "f":
-                bad = ~np.isfinite(v)
+                bad = ~np.isfinite(v) & ~_allowed_not_finite(result, f.name, v)
                 if counts is not None and v.shape == np.shape(counts):
                     bad &= np.asarray(counts) > 0  # empty bins are reported
                 assert not bad.any(), f.name
@@ -726,8 +745,15 @@ def test_metric_row_permutation_invariance(metric, strategy):
 @pytest.mark.parametrize(("metric", "strategy"), METRIC_CASES)
 def test_metric_weight_two_and_zero(metric, strategy):
     """Weight 2 is a duplicated row; weight 0 a dropped one."""
+    if metric.__name__ in REFUSES_WEIGHTS:
+        pytest.skip(f"{metric.__name__} refuses sample weights (its docstring)")
     if _resamples(metric):
         pytest.skip("resamples rows (has random_state)")
+    if metric.__name__.endswith("_test"):
+        pytest.skip(
+            f"{metric.__name__} reads weights as relative (variances use sum w^2): "
+            "a weight of 2 is not a repeated row for a test statistic"
+        )
 
     @_settings(N_EXAMPLES_METRIC)
     @given(data=metric_data())
@@ -760,6 +786,8 @@ def test_metric_weight_two_and_zero(metric, strategy):
 def test_metric_weight_scale_invariance(metric, strategy):
     """x1e-3, x1e3, and the extremes x1e300, x1e-300, uniform 1e308 and
     5e-324."""
+    if metric.__name__ in REFUSES_WEIGHTS:
+        pytest.skip(f"{metric.__name__} refuses sample weights (its docstring)")
 
     @_settings(N_EXAMPLES_METRIC)
     @given(

@@ -30,10 +30,21 @@ from skcalib.metrics._calibration_error import (
     expected_calibration_error,
     maximum_calibration_error,
 )
+from skcalib.metrics._calibration_tests import (
+    cumulative_calibration_test,
+    hosmer_lemeshow_test,
+    ks_calibration_error,
+    spiegelhalter_test,
+)
+from skcalib.metrics._corp import CORPDecomposition, corp_decomposition
 from skcalib.metrics._curve import ReliabilityCurve, reliability_curve
 from skcalib.metrics._interval import (
     CalibrationErrorInterval,
     calibration_error_interval,
+)
+from skcalib.metrics._kernel import (
+    kernel_calibration_error,
+    kernel_calibration_test,
 )
 from skcalib.metrics._proper import (
     CalibrationRefinement,
@@ -52,6 +63,7 @@ from skcalib.metrics._scorer import (
     make_proba_scorer,
     mce_scorer,
     nll_scorer,
+    smooth_ece_scorer,
 )
 from skcalib.metrics._selective import (
     RiskCoverageCurve,
@@ -61,6 +73,12 @@ from skcalib.metrics._selective import (
     risk_coverage_curve,
     selective_risk_at_coverage,
 )
+from skcalib.metrics._smooth import (
+    SmoothReliabilityCurve,
+    smooth_calibration_error,
+    smooth_reliability_curve,
+)
+from skcalib.metrics._tests_result import CalibrationTestResult
 from skcalib.metrics._uncertainty import (
     UncertaintyDecomposition,
     ensemble_proba,
@@ -68,12 +86,15 @@ from skcalib.metrics._uncertainty import (
 )
 
 __all__ = [
+    "CORPDecomposition",
     "CalibrationAccumulator",
     "CalibrationErrorInterval",
     "CalibrationRefinement",
+    "CalibrationTestResult",
     "ProbaScorer",
     "ReliabilityCurve",
     "RiskCoverageCurve",
+    "SmoothReliabilityCurve",
     "UncertaintyDecomposition",
     "aurc",
     "aurc_scorer",
@@ -84,13 +105,19 @@ __all__ = [
     "classwise_calibration_error",
     "classwise_ece_scorer",
     "classwise_set_coverage",
+    "corp_decomposition",
     "correctness_auroc",
+    "cumulative_calibration_test",
     "ece_scorer",
     "ensemble_proba",
     "excess_aurc",
     "expected_calibration_error",
     "get_scorer",
     "get_scorer_names",
+    "hosmer_lemeshow_test",
+    "kernel_calibration_error",
+    "kernel_calibration_test",
+    "ks_calibration_error",
     "make_proba_scorer",
     "maximum_calibration_error",
     "mce_scorer",
@@ -101,5 +128,9 @@ __all__ = [
     "risk_coverage_curve",
     "selective_risk_at_coverage",
     "set_coverage_score",
+    "smooth_calibration_error",
+    "smooth_ece_scorer",
+    "smooth_reliability_curve",
+    "spiegelhalter_test",
     "uncertainty_decomposition",
 ]

@@ -26,6 +26,7 @@ from skcalib.metrics._calibration_error import (
 )
 from skcalib.metrics._proper import brier_score, negative_log_likelihood
 from skcalib.metrics._selective import aurc
+from skcalib.metrics._smooth import smooth_calibration_error
 
 __all__ = [
     "ProbaScorer",
@@ -38,6 +39,7 @@ __all__ = [
     "make_proba_scorer",
     "mce_scorer",
     "nll_scorer",
+    "smooth_ece_scorer",
 ]
 
 
@@ -238,6 +240,8 @@ nll_scorer = _loss_scorer(negative_log_likelihood)
 #: ``-aurc`` (area under the risk-coverage curve of the max-probability
 #: confidence and the 0/1 error).
 aurc_scorer = _loss_scorer(aurc)
+#: ``-smooth_calibration_error`` (confidence smooth ECE, automatic bandwidth).
+smooth_ece_scorer = _loss_scorer(smooth_calibration_error)
 
 _SCORERS = {
     "neg_expected_calibration_error": ece_scorer,
@@ -246,6 +250,7 @@ _SCORERS = {
     "neg_brier_score": brier_scorer,
     "neg_log_loss": nll_scorer,
     "neg_aurc": aurc_scorer,
+    "neg_smooth_calibration_error": smooth_ece_scorer,
 }
 
 
@@ -258,8 +263,10 @@ def get_scorer(scoring):
     scoring : str, callable or None
         ``"neg_expected_calibration_error"``, ``"neg_maximum_calibration_error"``,
         ``"neg_classwise_calibration_error"``, ``"neg_brier_score"``,
-        ``"neg_log_loss"`` and ``"neg_aurc"`` (:func:`aurc`) give skcalib's
-        scorers; any other value is passed to :func:`sklearn.metrics.get_scorer`.
+        ``"neg_log_loss"``, ``"neg_aurc"`` (:func:`aurc`) and
+        ``"neg_smooth_calibration_error"`` (:func:`smooth_calibration_error`)
+        give skcalib's scorers; any other value is passed to
+        :func:`sklearn.metrics.get_scorer`.
 
     Returns
     -------

@@ -76,9 +76,10 @@ def axis_labels(kind, class_label):
     return xlabel, "Observed accuracy (fraction correct)"
 
 
-def legend_label(name, ece):
-    """``"name (ECE = 0.123)"``, the ECE alone, the name alone, or None."""
+def legend_label(name, ece, metric="ECE"):
+    """``"name (ECE = 0.123)"``, the ECE alone, the name alone, or None
+    (``metric``: the name of the value shown, e.g. ``"MCB"``, ``"smECE"``)."""
     if ece is not None and np.isfinite(ece):
-        metric = f"ECE = {ece:.3f}"
+        metric = f"{metric} = {ece:.3f}"
         return metric if name is None else f"{name} ({metric})"
     return name

@@ -162,3 +162,57 @@ def finish_axes(ax, xlabel, ylabel):
         ax.set_xlabel("")
         bottom_ax.set_xlabel(xlabel)
     ax.legend(loc="lower right", fontsize="small")
+
+
+#: Smoothed curves are drawn where the kernel density of the predictions is
+#: at least this (the density integrates to 1 over ``[0, 1]``): elsewhere
+#: the kernel average rests on almost no sample.
+SMOOTH_MIN_DENSITY = 0.01
+
+
+def draw_step_curve(ax, curve, label, kwargs, color=None, linestyle="-"):
+    """The CORP curve of an isotonic :class:`~skcalib.metrics.ReliabilityCurve`:
+    straight lines through ``curve_x``, ``curve_y`` (each PAV block a
+    horizontal segment), no markers by default."""
+    from matplotlib.lines import Line2D
+
+    defaults = {"linestyle": linestyle, "linewidth": 1.5}
+    if color is not None:
+        defaults["color"] = color
+    if label is not None:
+        defaults["label"] = label
+    x = np.asarray(curve.curve_x, dtype=np.float64)
+    y = np.asarray(curve.curve_y, dtype=np.float64)
+    return ax.plot(x, y, **merge_kwargs(defaults, kwargs, Line2D))[0]
+
+
+def draw_band(ax, curve, color, band_kwargs):
+    """The consistency band of an isotonic curve (None when it has none)."""
+    if curve.band_lower is None or curve.band_upper is None:
+        return None
+    from matplotlib.collections import PolyCollection
+
+    defaults = {"color": color, "alpha": 0.15, "linewidth": 0, "zorder": 1}
+    return ax.fill_between(
+        np.asarray(curve.curve_x, dtype=np.float64),
+        np.asarray(curve.band_lower, dtype=np.float64),
+        np.asarray(curve.band_upper, dtype=np.float64),
+        **merge_kwargs(defaults, band_kwargs, PolyCollection),
+    )
+
+
+def draw_smooth_curve(ax, smooth, label, color, kwargs):
+    """The kernel-smoothed curve (``accuracy`` at ``x``) where the density of
+    the predictions is at least :data:`SMOOTH_MIN_DENSITY` (NaN elsewhere,
+    so the line breaks there)."""
+    from matplotlib.lines import Line2D
+
+    x = np.asarray(smooth.x, dtype=np.float64)
+    acc = np.asarray(smooth.accuracy, dtype=np.float64)
+    dense = np.asarray(smooth.density, dtype=np.float64) >= SMOOTH_MIN_DENSITY
+    defaults = {"color": color, "linestyle": "--", "linewidth": 1.5}
+    if label is not None:
+        defaults["label"] = label
+    return ax.plot(
+        x, np.where(dense, acc, np.nan), **merge_kwargs(defaults, kwargs, Line2D)
+    )[0]

@@ -9,11 +9,16 @@ so that the display's module holds the class and its drawing only.
 
 import numpy as np
 
-from skcalib.metrics import expected_calibration_error, reliability_curve
+from skcalib.metrics import (
+    corp_decomposition,
+    expected_calibration_error,
+    reliability_curve,
+)
 from skcalib.plotting._annotations import class_label, ece_of_curve
 from skcalib.plotting._drawing import import_pyplot
 
 _KINDS = ("confidence", "top_label", "classwise")
+_OVERLAYS = ("isotonic", "smooth")
 
 
 def check_option(value, name, options):
@@ -51,8 +56,10 @@ def _pos_label_to_class_index(kind, class_index, pos_label, classes):
 def _curve_and_ece(y_true, y_proba, *, kind, class_index, pos_label, labels, **params):
     """The curve, its legend ECE and the name of its class (or None).
 
-    ``params``: ``n_bins``, ``strategy``, ``sample_weight`` and
-    ``confidence_level`` of :func:`~skcalib.metrics.reliability_curve`.
+    ``params``: ``n_bins``, ``strategy``, ``sample_weight``,
+    ``confidence_level``, ``n_resamples`` and ``random_state`` of
+    :func:`~skcalib.metrics.reliability_curve`. A CORP curve
+    (``strategy="isotonic"``) has no legend ECE (its legend shows MCB).
     """
     check_option(kind, "kind", _KINDS)
     classes = labels
@@ -62,10 +69,13 @@ def _curve_and_ece(y_true, y_proba, *, kind, class_index, pos_label, labels, **p
     curve = reliability_curve(
         y_true, y_proba, kind=kind, class_index=class_index, labels=labels, **params
     )
-    if kind == "top_label" and curve.class_index is None:
+    if curve.strategy == "isotonic":
+        ece = None
+    elif kind == "top_label" and curve.class_index is None:
         # The top-label ECE bins each predicted class apart: cells that the
         # pooled curve drawn does not have.
-        params.pop("confidence_level")
+        for key in ("confidence_level", "n_resamples", "random_state"):
+            params.pop(key)
         ece = expected_calibration_error(
             y_true, y_proba, kind=kind, labels=labels, **params
         )
@@ -74,6 +84,74 @@ def _curve_and_ece(y_true, y_proba, *, kind, class_index, pos_label, labels, **p
     if classes is None and curve.class_index is not None:
         classes = np.unique(np.asarray(y_true))
     return curve, ece, class_label(classes, curve.class_index)
+
+
+def _overlays(y_true, y_proba, curve, overlay, *, kind, labels, **params):
+    """``(isotonic_curve, smooth_curve, mcb)`` for the display of ``curve``:
+    the CORP curve when ``"isotonic"`` is in ``overlay`` (None when
+    ``curve`` is itself one), the Brier MCB of the CORP curve drawn, the
+    smoothed curve when ``"smooth"`` is in ``overlay``; None for what is
+    not drawn. ``params``: ``sample_weight``, ``confidence_level``,
+    ``n_resamples``, ``random_state``."""
+    overlay = (overlay,) if isinstance(overlay, str) else tuple(overlay)
+    for item in overlay:
+        check_option(item, "overlay", _OVERLAYS)
+    common = dict(
+        kind=kind,
+        class_index=curve.class_index,
+        sample_weight=params.pop("sample_weight"),
+        labels=labels,
+    )
+    iso = None
+    if curve.strategy != "isotonic" and "isotonic" in overlay:
+        iso = reliability_curve(
+            y_true, y_proba, strategy="isotonic", **common, **params
+        )
+    mcb = None
+    if iso is not None or curve.strategy == "isotonic":
+        mcb = corp_decomposition(y_true, y_proba, **common).miscalibration
+    smooth = None
+    if "smooth" in overlay:
+        from skcalib.metrics import smooth_reliability_curve
+
+        smooth = smooth_reliability_curve(y_true, y_proba, **common)
+    return iso, smooth, mcb
+
+
+def _display_data(y_true, y_proba, overlay, *, kind, labels, **params):
+    """The arguments of ``ReliabilityDisplay(...)`` but ``name``: the curve,
+    its legend ECE and class, and the overlaid curves. ``params``: those of
+    :func:`_curve_and_ece`."""
+    curve, ece, label = _curve_and_ece(
+        y_true, y_proba, kind=kind, labels=labels, **params
+    )
+    iso, smooth, mcb = _overlays(
+        y_true,
+        y_proba,
+        curve,
+        overlay,
+        kind=kind,
+        labels=labels,
+        sample_weight=params["sample_weight"],
+        confidence_level=params["confidence_level"],
+        n_resamples=params["n_resamples"],
+        random_state=params["random_state"],
+    )
+    return dict(
+        prob_true=curve.accuracy,
+        prob_pred=curve.mean_confidence,
+        counts=curve.counts,
+        edges=curve.edges,
+        lower=curve.lower,
+        upper=curve.upper,
+        ece=ece,
+        kind=kind,
+        class_label=label,
+        curve=curve,
+        mcb=mcb,
+        isotonic_curve=iso,
+        smooth_curve=smooth,
+    )
 
 
 class ReliabilityFromDataMixin:
@@ -103,6 +181,12 @@ class ReliabilityFromDataMixin:
         gap_kwargs=None,
         hist_kwargs=None,
         interval_kwargs=None,
+        overlay=(),
+        n_resamples=100,
+        random_state=0,
+        show_band=True,
+        band_kwargs=None,
+        overlay_kwargs=None,
         **kwargs,
     ):
         """Plot a reliability diagram from true labels and predicted probabilities.
@@ -120,9 +204,10 @@ class ReliabilityFromDataMixin:
             with the probability of the positive class of a binary problem.
         n_bins : int, default=15
             Number of bins.
-        strategy : {"uniform", "quantile"}, default="uniform"
-            Equal-width or equal-mass bins; see
-            :func:`~skcalib.metrics.reliability_curve`.
+        strategy : {"uniform", "quantile", "isotonic"}, default="uniform"
+            Equal-width or equal-mass bins, or ``"isotonic"``: the CORP
+            curve (PAV blocks, no bins to choose) with its consistency band;
+            see :func:`~skcalib.metrics.reliability_curve`.
         kind : {"confidence", "top_label", "classwise"}, default="confidence"
             What is binned:
 
@@ -162,6 +247,23 @@ class ReliabilityFromDataMixin:
             Histogram heights.
         gap_kwargs, hist_kwargs, interval_kwargs : dict, default=None
             Styles of the gaps, histogram and intervals; see :meth:`plot`.
+        overlay : tuple of {"isotonic", "smooth"}, default=()
+            Curves drawn beside the main one, in its colour, computed on the
+            same data: ``"isotonic"``, the CORP curve (dash-dotted, with its
+            consistency band and CORP MCB in the legend); ``"smooth"``, the
+            kernel-smoothed curve of
+            :func:`~skcalib.metrics.smooth_reliability_curve` (dashed, with
+            its smooth ECE in the legend; drawn where the density of the
+            predictions is at least 0.01).
+        n_resamples : int, default=100
+            Outcome resamples of the consistency band of the CORP curve (0:
+            no band).
+        random_state : int, RandomState instance or None, default=0
+            Seed of the consistency band.
+        show_band : bool, default=True
+            Draw the consistency band of the CORP curve.
+        band_kwargs, overlay_kwargs : dict, default=None
+            Styles of the band and of the overlaid curves; see :meth:`plot`.
         **kwargs : dict
             Keyword arguments for :meth:`matplotlib.axes.Axes.plot` drawing the
             curve.
@@ -221,9 +323,10 @@ class ReliabilityFromDataMixin:
         >>> plt.close("all")
         """
         import_pyplot()
-        curve, ece, label = _curve_and_ece(
+        data = _display_data(
             y_true,
             y_proba,
+            overlay,
             n_bins=n_bins,
             strategy=strategy,
             kind=kind,
@@ -232,20 +335,10 @@ class ReliabilityFromDataMixin:
             sample_weight=sample_weight,
             labels=labels,
             confidence_level=confidence_level,
+            n_resamples=n_resamples,
+            random_state=random_state,
         )
-        disp = cls(
-            prob_true=curve.accuracy,
-            prob_pred=curve.mean_confidence,
-            counts=curve.counts,
-            edges=curve.edges,
-            lower=curve.lower,
-            upper=curve.upper,
-            ece=ece,
-            name=name,
-            kind=kind,
-            class_label=label,
-            curve=curve,
-        )
+        disp = cls(**data, name=name)
         return disp.plot(
             ax=ax,
             ref_line=ref_line,
@@ -256,6 +349,9 @@ class ReliabilityFromDataMixin:
             gap_kwargs=gap_kwargs,
             hist_kwargs=hist_kwargs,
             interval_kwargs=interval_kwargs,
+            show_band=show_band,
+            band_kwargs=band_kwargs,
+            overlay_kwargs=overlay_kwargs,
             **kwargs,
         )
 
@@ -283,6 +379,12 @@ class ReliabilityFromDataMixin:
         gap_kwargs=None,
         hist_kwargs=None,
         interval_kwargs=None,
+        overlay=(),
+        n_resamples=100,
+        random_state=0,
+        show_band=True,
+        band_kwargs=None,
+        overlay_kwargs=None,
         **kwargs,
     ):
         """Plot a reliability diagram from a fitted classifier and data.
@@ -302,8 +404,9 @@ class ReliabilityFromDataMixin:
             True labels.
         n_bins : int, default=15
             Number of bins.
-        strategy : {"uniform", "quantile"}, default="uniform"
-            Equal-width or equal-mass bins.
+        strategy : {"uniform", "quantile", "isotonic"}, default="uniform"
+            Equal-width or equal-mass bins, or the CORP curve; see
+            :meth:`from_predictions`.
         kind : {"confidence", "top_label", "classwise"}, default="confidence"
             What is binned; see :meth:`from_predictions`.
         class_index : int, default=None
@@ -331,6 +434,23 @@ class ReliabilityFromDataMixin:
             Histogram heights.
         gap_kwargs, hist_kwargs, interval_kwargs : dict, default=None
             Styles of the gaps, histogram and intervals; see :meth:`plot`.
+        overlay : tuple of {"isotonic", "smooth"}, default=()
+            Curves drawn beside the main one, in its colour, computed on the
+            same data: ``"isotonic"``, the CORP curve (dash-dotted, with its
+            consistency band and CORP MCB in the legend); ``"smooth"``, the
+            kernel-smoothed curve of
+            :func:`~skcalib.metrics.smooth_reliability_curve` (dashed, with
+            its smooth ECE in the legend; drawn where the density of the
+            predictions is at least 0.01).
+        n_resamples : int, default=100
+            Outcome resamples of the consistency band of the CORP curve (0:
+            no band).
+        random_state : int, RandomState instance or None, default=0
+            Seed of the consistency band.
+        show_band : bool, default=True
+            Draw the consistency band of the CORP curve.
+        band_kwargs, overlay_kwargs : dict, default=None
+            Styles of the band and of the overlaid curves; see :meth:`plot`.
         **kwargs : dict
             Keyword arguments for :meth:`matplotlib.axes.Axes.plot` drawing the
             curve.
@@ -394,5 +514,11 @@ class ReliabilityFromDataMixin:
             gap_kwargs=gap_kwargs,
             hist_kwargs=hist_kwargs,
             interval_kwargs=interval_kwargs,
+            overlay=overlay,
+            n_resamples=n_resamples,
+            random_state=random_state,
+            show_band=show_band,
+            band_kwargs=band_kwargs,
+            overlay_kwargs=overlay_kwargs,
             **kwargs,
         )

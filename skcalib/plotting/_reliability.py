@@ -20,11 +20,14 @@ import numpy as np
 
 from skcalib.plotting._annotations import axis_labels, legend_label
 from skcalib.plotting._drawing import (
+    draw_band,
     draw_curve,
     draw_diagonal,
     draw_gaps,
     draw_histogram,
     draw_intervals,
+    draw_smooth_curve,
+    draw_step_curve,
     finish_axes,
     histogram_axes,
     import_pyplot,
@@ -38,6 +41,14 @@ __all__ = ["ReliabilityDisplay"]
 _HISTOGRAMS = ("counts", "density")
 
 
+def _is_isotonic(curve):
+    return getattr(curve, "strategy", None) == "isotonic"
+
+
+def _suffixed(name, what):
+    return what if name is None else f"{name} {what}"
+
+
 class ReliabilityDisplay(ReliabilityFromDataMixin):
     """Reliability diagram (calibration curve) with gaps, histogram and ECE.
 
@@ -48,6 +59,13 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
     expected calibration error (ECE). Several displays can be overlaid on one
     axes (pass ``ax=disp.ax_``); the diagonal is drawn once per axes and their
     histograms share one panel.
+
+    Binning-free variants: ``strategy="isotonic"`` draws the CORP curve [2]_
+    (the isotonic regression of the outcome on the probability, a step
+    curve with no bins to choose) with its consistency band and CORP
+    miscalibration in the legend; ``overlay=("isotonic", "smooth")`` draws
+    the CORP curve and the kernel-smoothed curve of the smooth ECE [3]_
+    beside a binned one.
 
     Use :meth:`from_estimator` or :meth:`from_predictions` to create one: the
     per-bin values come from :func:`skcalib.metrics.reliability_curve`. The
@@ -80,7 +98,20 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
         ``"classwise"``); shown in the axis labels.
     curve : ReliabilityCurve, default=None
         The full output of :func:`~skcalib.metrics.reliability_curve`, kept
-        for reference.
+        for reference. A curve of ``strategy="isotonic"`` (CORP) is drawn
+        as its PAV step curve (``curve_x``, ``curve_y``) with its
+        consistency band, instead of one marker per bin.
+    mcb : float, default=None
+        CORP miscalibration (Brier MCB, :func:`~skcalib.metrics.corp_decomposition`)
+        of the isotonic curve (``curve`` or ``isotonic_curve``), shown in
+        its legend entry.
+    isotonic_curve : ReliabilityCurve, default=None
+        A CORP curve (``strategy="isotonic"``) drawn over a binned ``curve``
+        (dash-dotted, in the curve's colour), with its band.
+    smooth_curve : SmoothReliabilityCurve, default=None
+        A kernel-smoothed curve (:func:`~skcalib.metrics.smooth_reliability_curve`)
+        drawn over the curve (dashed, in the curve's colour), with its smooth
+        ECE in the legend.
 
     Attributes
     ----------
@@ -100,6 +131,13 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
         ``show_histogram=True``.
     ax_hist_ : matplotlib.axes.Axes or None
         The histogram panel below ``ax_``, when ``show_histogram=True``.
+    isotonic_line_ : matplotlib.lines.Line2D or None
+        The CORP curve (``line_`` itself when ``curve`` is isotonic).
+    band_ : matplotlib.collections.PolyCollection or None
+        The consistency band of the CORP curve, when it has one and
+        ``show_band=True``.
+    smooth_line_ : matplotlib.lines.Line2D or None
+        The smoothed curve, when ``smooth_curve`` is given.
 
     See Also
     --------
@@ -126,6 +164,10 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
     ----------
     .. [1] C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger, "On Calibration of
        Modern Neural Networks", ICML 2017.
+    .. [2] T. Dimitriadis, T. Gneiting and A. I. Jordan, "Stable reliability
+       diagrams for probabilistic classifiers", PNAS 118(8), 2021.
+    .. [3] J. Błasiok and P. Nakkiran, "Smooth ECE: Principled reliability
+       diagrams via kernel smoothing", ICLR 2024.
 
     Examples
     --------
@@ -163,6 +205,9 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
         kind="confidence",
         class_label=None,
         curve=None,
+        mcb=None,
+        isotonic_curve=None,
+        smooth_curve=None,
     ):
         self.prob_true = prob_true
         self.prob_pred = prob_pred
@@ -175,6 +220,9 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
         self.kind = kind
         self.class_label = class_label
         self.curve = curve
+        self.mcb = mcb
+        self.isotonic_curve = isotonic_curve
+        self.smooth_curve = smooth_curve
 
     def plot(
         self,
@@ -189,6 +237,9 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
         gap_kwargs=None,
         hist_kwargs=None,
         interval_kwargs=None,
+        show_band=True,
+        band_kwargs=None,
+        overlay_kwargs=None,
         **kwargs,
     ):
         """Draw the reliability diagram.
@@ -228,15 +279,25 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
             histogram (defaults: the curve's colour, ``alpha=0.4``).
         interval_kwargs : dict, default=None
             Keyword arguments for :meth:`matplotlib.axes.Axes.errorbar`.
+        show_band : bool, default=True
+            Draw the consistency band of the CORP curve, when it has one.
+        band_kwargs : dict, default=None
+            Keyword arguments for :meth:`matplotlib.axes.Axes.fill_between`
+            drawing the band (defaults: the curve's colour, ``alpha=0.15``).
+        overlay_kwargs : dict, default=None
+            Keyword arguments for :meth:`matplotlib.axes.Axes.plot` drawing
+            the overlaid CORP and smoothed curves.
         **kwargs : dict
             Keyword arguments for :meth:`matplotlib.axes.Axes.plot` drawing the
-            curve (defaults: ``marker="s"``, ``linestyle="-"``).
+            curve (defaults: ``marker="s"``, ``linestyle="-"``; a CORP curve:
+            no marker).
 
         Returns
         -------
         display : ReliabilityDisplay
             ``self``, with the artists stored in ``line_``, ``ax_``,
-            ``figure_``, ``gaps_``, ``intervals_``, ``hist_`` and ``ax_hist_``.
+            ``figure_``, ``gaps_``, ``intervals_``, ``hist_``, ``ax_hist_``,
+            ``isotonic_line_``, ``band_`` and ``smooth_line_``.
 
         See Also
         --------
@@ -275,9 +336,17 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
         ax = new_axes(show_histogram) if ax is None else ax
         if ref_line:
             draw_diagonal(ax)
-        label = legend_label(self.name if name is None else name, self.ece)
-        self.line_ = draw_curve(ax, prob_pred[shown], prob_true[shown], label, kwargs)
+        name = self.name if name is None else name
+        if _is_isotonic(self.curve):
+            label = legend_label(name, self.mcb, "MCB")
+            self.line_ = draw_step_curve(ax, self.curve, label, kwargs)
+        else:
+            label = legend_label(name, self.ece)
+            self.line_ = draw_curve(
+                ax, prob_pred[shown], prob_true[shown], label, kwargs
+            )
         color = self.line_.get_color()
+        self._draw_overlays(ax, name, color, show_band, band_kwargs, overlay_kwargs)
         self.gaps_ = None
         if show_gaps:
             self.gaps_ = draw_gaps(
@@ -306,3 +375,23 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
         self.ax_ = ax
         self.figure_ = ax.figure
         return self
+
+    def _draw_overlays(self, ax, name, color, show_band, band_kwargs, overlay_kwargs):
+        """The CORP curve over a binned one, its band, and the smoothed curve."""
+        corp_main = _is_isotonic(self.curve)
+        iso = self.curve if corp_main else self.isotonic_curve
+        self.isotonic_line_ = self.line_ if corp_main else None
+        self.band_ = self.smooth_line_ = None
+        if iso is not None and not corp_main:
+            label = legend_label(_suffixed(name, "CORP"), self.mcb, "MCB")
+            self.isotonic_line_ = draw_step_curve(
+                ax, iso, label, overlay_kwargs, color=color, linestyle="-."
+            )
+        if iso is not None and show_band:
+            self.band_ = draw_band(ax, iso, color, band_kwargs)
+        if self.smooth_curve is not None:
+            smooth = self.smooth_curve
+            label = legend_label(_suffixed(name, "smooth"), smooth.smooth_ece, "smECE")
+            self.smooth_line_ = draw_smooth_curve(
+                ax, smooth, label, color, overlay_kwargs
+            )

@@ -27,6 +27,37 @@ import skcalib.metrics as M
 #: name -> (function, options). Each option that changes what is computed
 #: (bins, kind, norm, averaging, debiasing, loss) has an entry of its own.
 PROBA_METRICS = {
+    "smooth_ece": (M.smooth_calibration_error, {}),
+    "smooth_ece_top_label": (M.smooth_calibration_error, {"kind": "top_label"}),
+    "smooth_ece_classwise": (M.smooth_calibration_error, {"kind": "classwise"}),
+    "smooth_curve": (M.smooth_reliability_curve, {}),
+    "smooth_curve_classwise": (
+        M.smooth_reliability_curve,
+        {"kind": "classwise", "class_index": 1},
+    ),
+    "corp_brier": (M.corp_decomposition, {}),
+    "corp_log_classwise": (
+        M.corp_decomposition,
+        {"score": "log", "kind": "classwise", "class_index": 1},
+    ),
+    "reliability_curve_isotonic": (
+        M.reliability_curve,
+        {"strategy": "isotonic", "kind": "classwise", "class_index": 1},
+    ),
+    "spiegelhalter_test": (M.spiegelhalter_test, {}),
+    "hosmer_lemeshow_test": (M.hosmer_lemeshow_test, {}),
+    "cumulative_test_ks": (M.cumulative_calibration_test, {}),
+    "cumulative_test_kuiper": (M.cumulative_calibration_test, {"statistic": "kuiper"}),
+    "ks_ce": (M.ks_calibration_error, {}),
+    "ks_ce_top_label": (M.ks_calibration_error, {"kind": "top_label"}),
+    "ks_ce_classwise": (M.ks_calibration_error, {"kind": "classwise"}),
+    "kce": (M.kernel_calibration_error, {}),
+    "kce_linear": (M.kernel_calibration_error, {"estimator": "linear"}),
+    "kce_test": (M.kernel_calibration_test, {}),
+    "kce_test_quadratic": (
+        M.kernel_calibration_test,
+        {"estimator": "quadratic", "n_resamples": 50, "random_state": 0},
+    ),
     "risk_coverage_curve": (M.risk_coverage_curve, {}),
     "risk_coverage_curve_brier": (M.risk_coverage_curve, {"loss": "brier"}),
     "aurc": (M.aurc, {}),
@@ -85,7 +116,9 @@ SET_METRICS = {
 #: Result fields that count rows, not weight, by their documentation
 #: (``n_samples`` ignores weights; ``lower``/``upper`` use Kish's effective
 #: sample size): not compared between weights and repeated rows.
-ROW_COUNT_FIELDS = {"n_samples", "lower", "upper"}
+#: The CORP consistency band draws one outcome per row: a weight of 2 is not
+#: two draws.
+ROW_COUNT_FIELDS = {"n_samples", "lower", "upper", "band_lower", "band_upper"}
 #: Result fields that are weight totals: they scale with the weights.
 WEIGHT_TOTAL_FIELDS = {"counts"}
 #: Debiased errors subtract a variance estimate with the effective sample
@@ -96,6 +129,21 @@ COUNTS_ROWS = {"ece_debiased", "classwise_ce_l2_debiased"}
 #: rows by position (a seed gives other draws to permuted rows), and a weight
 #: of 2 is not a row that can be drawn twice.
 RESAMPLES = {"ece_interval"}
+#: Calibration tests read weights as relative (scaling them changes
+#: nothing; variances use sum w^2), so an integer weight is not a repeated
+#: row for their statistics and p-values.
+RELATIVE_WEIGHTS = {
+    "spiegelhalter_test",
+    "hosmer_lemeshow_test",
+    "cumulative_test_ks",
+    "cumulative_test_kuiper",
+}
+#: The kernel calibration error refuses sample weights (a weighted pair mean
+#: is not the metric of repeated rows, which pair with themselves).
+NO_WEIGHTS = {"kce", "kce_linear", "kce_test", "kce_test_quadratic"}
+#: The linear kernel estimator pairs rows (2i, 2i+1) and the resampling test
+#: draws labels row by row: both depend on the row order by design.
+ORDER_DEPENDENT = {"kce_linear", "kce_test", "kce_test_quadratic"}
 #: The isotonic (CORP) decomposition is binary: its entries get two classes.
 BINARY_ONLY = {"refinement_brier_isotonic"}
 
@@ -179,6 +227,8 @@ def _permutation_cases():
 def test_row_permutation(name, weighted):
     if weighted and name in RESAMPLES:
         pytest.skip(f"{name}: weighted, the bootstrap draws rows by position")
+    if name in ORDER_DEPENDENT or (weighted and name in NO_WEIGHTS):
+        pytest.skip(f"{name}: depends on the row order, or takes no weights")
     y, P = _data_for(name)
     perm = np.random.default_rng(1).permutation(y.size)
     w = np.random.default_rng(2).uniform(0.5, 2.0, y.size) if weighted else None
@@ -189,6 +239,8 @@ def test_row_permutation(name, weighted):
 
 @PROBA
 def test_unit_weights_are_no_weights(name):
+    if name in NO_WEIGHTS:
+        pytest.skip(f"{name} refuses sample weights")
     y, P = _data_for(name)
     a = _call(name, y, P)
     b = _call(name, y, P, sample_weight=np.ones(y.size))
@@ -197,7 +249,7 @@ def test_unit_weights_are_no_weights(name):
 
 @PROBA
 def test_integer_weights_are_repeated_rows(name):
-    if name in RESAMPLES | COUNTS_ROWS:
+    if name in RESAMPLES | COUNTS_ROWS | RELATIVE_WEIGHTS | NO_WEIGHTS:
         pytest.skip(f"{name}: the result counts rows by design")
     y, P = _data_for(name)
     w = np.random.default_rng(3).integers(0, 4, y.size)
@@ -212,6 +264,8 @@ def test_integer_weights_are_repeated_rows(name):
 @PROBA
 @pytest.mark.parametrize("factor", [7.0, 1e-3])
 def test_weight_scale(name, factor):
+    if name in NO_WEIGHTS:
+        pytest.skip(f"{name} refuses sample weights")
     y, P = _data_for(name)
     w = np.random.default_rng(4).uniform(0.5, 2.0, y.size)
     a = _call(name, y, P, sample_weight=w)

@@ -1,0 +1,197 @@
+"""The arithmetic of the kernel calibration error (Widmann et al. 2019).
+
+The matrix-valued kernel is ``k(p, p') = exp(-||p - p'|| / nu) I_K`` (the
+Laplacian kernel of the Euclidean distance on the simplex, times the
+identity), so the term of a pair of samples is
+
+``h_ij = exp(-||p_i - p_j|| / nu) (e_{y_i} - p_i) . (e_{y_j} - p_j)``.
+
+Every function here takes validated float64 probabilities ``P`` of shape
+``(n, K)`` and label codes (column indices). The label codes may have a
+second axis of ``c`` columns: ``c`` label vectors scored at once against the
+same kernel (the observed labels, or the labels drawn by consistency
+resampling), so that the kernel is computed once for all of them.
+"""
+
+import numpy as np
+from scipy.spatial.distance import pdist
+
+__all__ = []  # private module
+
+#: Rows of a block of the quadratic estimator: its memory is O(BLOCK**2).
+BLOCK = 256
+#: Pairs whose Gram-formula squared distance is below this fraction of
+#: ``max ||p_i||^2 + max ||p_j||^2`` (over the block) get their distance
+#: recomputed from the difference (the formula loses the digits of
+#: near-equal rows; the square root would turn a rounding error of 1e-17
+#: into a distance of 3e-9).
+NEAR_TIE = 1e-6
+#: Rows whose pairwise distances give the median heuristic: all pairs up to
+#: this many rows, else the pairs of this many evenly spaced rows (125 000 pairs).
+MEDIAN_ROWS = 500
+#: Entries (float64) of the largest temporary of the resampling loops.
+RESAMPLE_ENTRIES = 1 << 22
+
+
+def _pairwise_distances(A, B):
+    """Euclidean distances of the rows of ``A`` to the rows of ``B``."""
+    sa = np.einsum("ij,ij->i", A, A)
+    sb = np.einsum("ij,ij->i", B, B)
+    D2 = A @ B.T
+    D2 *= -2.0
+    D2 += sa[:, None]
+    D2 += sb[None, :]
+    tie = NEAR_TIE * (sa.max(initial=0.0) + sb.max(initial=0.0))
+    if D2.size and D2.min() < tie:
+        rows, cols = np.nonzero(D2 < tie)
+        diff = A[rows] - B[cols]
+        D2[rows, cols] = np.einsum("ij,ij->i", diff, diff)
+    np.maximum(D2, 0.0, out=D2)
+    return np.sqrt(D2, out=D2)
+
+
+def kernel_matrix(A, B, nu):
+    """``exp(-||a_i - b_j|| / nu)`` for the rows of ``A`` and ``B``."""
+    K = _pairwise_distances(A, B)
+    K *= -1.0 / nu
+    return np.exp(K, out=K)
+
+
+def median_bandwidth(P):
+    """The median heuristic: the median of the distances ``||p_i - p_j||``
+    over the pairs ``i < j`` (of at most :data:`MEDIAN_ROWS` evenly spaced
+    rows). Zero distances (tied rows) are left out when they are the
+    median; 1.0 when every row is the same (the kernel is then 1 for any
+    bandwidth)."""
+    n = P.shape[0]
+    if n > MEDIAN_ROWS:
+        P = P[np.linspace(0, n - 1, MEDIAN_ROWS).round().astype(np.intp)]
+    d = pdist(P)
+    nu = float(np.median(d)) if d.size else 0.0
+    if nu > 0:
+        return nu
+    positive = d[d > 0]
+    return float(np.median(positive)) if positive.size else 1.0
+
+
+def _one_hot_residuals(P, Y):
+    """``e_y - p`` for each of the ``c`` label columns of ``Y``: an array of
+    shape ``(rows, K, c)``."""
+    n, k = P.shape
+    R = np.repeat(-P[:, :, None], Y.shape[1], axis=2)
+    rows = np.arange(n)[:, None]
+    cols = np.arange(Y.shape[1])[None, :]
+    R[rows, Y, cols] += 1.0
+    return R
+
+
+def quadratic_sums(P, Y, nu, block=BLOCK):
+    """``sum_{i<j} h_ij`` for each label column of ``Y`` (shape ``(n, c)``),
+    block by block: memory ``O(block**2 + block K c)``."""
+    n = P.shape[0]
+    c = Y.shape[1]
+    total = np.zeros(c)
+    starts = range(0, n, block)
+    residuals = {}
+    for s in starts:
+        I = slice(s, min(s + block, n))
+        RI = residuals.pop(s, None)
+        if RI is None:
+            RI = _one_hot_residuals(P[I], Y[I])
+        for t in starts:
+            if t < s:
+                continue
+            J = slice(t, min(t + block, n))
+            kernel = kernel_matrix(P[I], P[J], nu)
+            if t == s:
+                np.fill_diagonal(kernel, 0.0)
+                RJ = RI
+            else:
+                RJ = residuals.get(t)
+                if RJ is None and len(residuals) * block * P.shape[1] * c < (
+                    RESAMPLE_ENTRIES
+                ):
+                    RJ = residuals[t] = _one_hot_residuals(P[J], Y[J])
+                elif RJ is None:
+                    RJ = _one_hot_residuals(P[J], Y[J])
+            KR = (kernel @ RJ.reshape(RJ.shape[0], -1)).reshape(RI.shape[0], -1, c)
+            part = np.einsum("ikc,ikc->c", RI, KR)
+            total += 0.5 * part if t == s else part
+    return total
+
+
+def _row_distances(A, B, AB):
+    """``||a_i - b_i||`` of the rows of ``A`` and ``B`` from their inner
+    products ``AB`` (no ``(m, K)`` temporary), near-ties recomputed from the
+    difference as in :func:`_pairwise_distances`."""
+    sa = np.einsum("ij,ij->i", A, A)
+    sb = np.einsum("ij,ij->i", B, B)
+    D2 = sa + sb
+    tie = NEAR_TIE * D2
+    D2 -= 2.0 * AB
+    near = np.flatnonzero(D2 < tie)
+    if near.size:
+        diff = A[near] - B[near]
+        D2[near] = np.einsum("ij,ij->i", diff, diff)
+    np.maximum(D2, 0.0, out=D2)
+    return np.sqrt(D2, out=D2)
+
+
+def linear_pair_terms(P, Y):
+    """The terms ``h_{2i, 2i+1}`` of the linear estimator, without the
+    kernel factor, for each label column of ``Y`` (shape ``(m, c)``), and
+    the kernel distances ``||p_{2i} - p_{2i+1}||`` (shape ``(m,)``)."""
+    m, k = P.shape[0] // 2, P.shape[1]
+    A, B = P[0 : 2 * m : 2], P[1 : 2 * m : 2]
+    ya, yb = Y[0 : 2 * m : 2], Y[1 : 2 * m : 2]
+    AB = np.einsum("ij,ij->i", A, B)
+    flat = P.reshape(-1)
+    start = 2 * k * np.arange(m)[:, None]
+    inner = AB[:, None] - flat.take(start + k + ya) - flat.take(start + yb)
+    inner += ya == yb
+    return inner, _row_distances(A, B, AB)
+
+
+def linear_terms(P, Y, nu):
+    """``h_{2i, 2i+1}`` for ``i < n // 2``, shape ``(n // 2, c)``."""
+    inner, dist = linear_pair_terms(P, Y)
+    return inner * np.exp(-dist / nu)[:, None]
+
+
+def draw_labels(P, n_draws, rng):
+    """Labels drawn from the predictions, ``y*_i ~ Categorical(p_i)``, for
+    ``n_draws`` independent copies: shape ``(n, n_draws)``, ``intp``."""
+    n, k = P.shape
+    u = rng.random((n, n_draws))
+    cdf = np.cumsum(P, axis=1)
+    Y = np.zeros((n, n_draws), dtype=np.intp)
+    for j in range(k - 1):
+        Y += u > cdf[:, j : j + 1]
+    return np.minimum(Y, k - 1, out=Y)
+
+
+def resampled_quadratic(P, nu, n_resamples, rng):
+    """SKCE_uq of ``n_resamples`` label vectors drawn from ``P``."""
+    n, k = P.shape
+    per_batch = max(1, RESAMPLE_ENTRIES // (min(n, BLOCK) * k))
+    out = []
+    for start in range(0, n_resamples, per_batch):
+        Y = draw_labels(P, min(per_batch, n_resamples - start), rng)
+        out.append(quadratic_sums(P, Y, nu))
+    return np.concatenate(out) / (n * (n - 1) / 2)
+
+
+def resampled_linear(P, nu, n_resamples, rng):
+    """SKCE_ul of ``n_resamples`` label vectors drawn from ``P``."""
+    n, k = P.shape
+    m = n // 2
+    per_batch = max(1, RESAMPLE_ENTRIES // max(n, 1))
+    kernel = None
+    out = []
+    for start in range(0, n_resamples, per_batch):
+        Y = draw_labels(P, min(per_batch, n_resamples - start), rng)
+        inner, dist = linear_pair_terms(P, Y)
+        if kernel is None:
+            kernel = np.exp(-dist / nu)
+        out.append(kernel @ inner / m)
+    return np.concatenate(out)
