@@ -6,7 +6,8 @@ USAGE = """\
 usage: python -m benchmarks COMMAND [options]
 
 commands: speed, quality, auto, large, large-fit, conformal, report,
-  regularisation, isotonic-ranking, decisions, gpu
+  regularisation, isotonic-ranking, decisions, gpu, smooth-ece,
+  calibration-tests, ece-speed, vector-scaling
 
   speed    time skcalib's calibrators and metrics against sklearn, netcal,
            torchmetrics, ... (writes speed.md)
@@ -34,6 +35,13 @@ commands: speed, quality, auto, large, large-fit, conformal, report,
            before and after calibration on real sets (writes decisions.md)
   gpu      numpy on the CPU against torch on the GPU (or torch on the CPU
            where no GPU is): temperature fit, ECE, vector scaling
+  smooth-ece  smooth ECE against relplot's smECE at n = 1e6 (prints)
+  calibration-tests  Spiegelhalter, Hosmer-Lemeshow, KS and Kuiper tests at
+           n = 1e6 against MAPIE's (prints)
+  ece-speed  confidence and classwise ECE at 1e7 x 10 and 1e6 x 100 against
+           P.sum(), P.max(axis=1) and torchmetrics, numba on and off (prints)
+  vector-scaling  vector scaling fit at 1e6 x 100 float32 beside the
+           temperature fit, with the NLL reached (writes vector_scaling.md)
 
 Each command has --help. Full runs write benchmarks/results/; --quick runs
 write to a temporary folder unless --out is given."""
@@ -67,6 +75,14 @@ def main(argv=None):
         from benchmarks.bench_decisions import main as run
     elif command == "gpu":
         from benchmarks.bench_gpu import main as run
+    elif command == "ece-speed":
+        from benchmarks.bench_ece_speed import main as run
+    elif command == "vector-scaling":
+        from benchmarks.bench_vector_scaling import main as run
+    elif command == "smooth-ece":
+        from benchmarks.bench_smooth_ece import main as run
+    elif command == "calibration-tests":
+        from benchmarks.bench_calibration_tests import main as run
     else:
         print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2

@@ -48,7 +48,14 @@ source_suffix = {".rst": "restructuredtext"}
 root_doc = "index"
 templates_path = ["_templates"]
 # _api_datasets.rst is included by api.rst (only when skcalib.datasets exists).
-exclude_patterns = ["_build", "_templates", "_api_datasets.rst"]
+# the two section files are included by user_guide/binning_free.rst
+exclude_patterns = [
+    "_build",
+    "_templates",
+    "_api_datasets.rst",
+    "user_guide/binning_free_smooth.rst",
+    "user_guide/binning_free_tests.rst",
+]
 default_role = "literal"
 pygments_style = "sphinx"
 # Curly quotes and ellipses, but keep "--" as typed (command-line options in
