@@ -362,6 +362,25 @@ def pickle_hash(obj):
     return digest.hexdigest()
 
 
+def _is_data_frame(X):
+    return type(X).__module__.partition(".")[0] == "pandas" and hasattr(X, "iloc")
+
+
+def _frame_hash(frame):
+    """A DataFrame's hash from its column names, dtypes, index and each
+    column's values: a frame's pickle is not the same for equal frames on
+    every pandas (2.0 pickles a copy's block layout differently)."""
+    if frame.ndim != 2:
+        return pickle_hash(frame)
+    head = (list(frame.columns), [str(d) for d in frame.dtypes], frame.shape)
+    digest = hashlib.sha256(pickle_hash(head).encode())
+    digest.update(pickle_hash(frame.index.to_numpy()).encode())
+    for i in range(frame.shape[1]):
+        column = np.ascontiguousarray(frame.iloc[:, i].to_numpy())
+        digest.update(content_hash(column).encode())
+    return digest.hexdigest()
+
+
 def content_hash(X):
     """A hash of the content of ``X``: equal for equal content, different
     after any change in place.
@@ -369,7 +388,8 @@ def content_hash(X):
     A plain numpy array of fixed-size items is hashed with SHA-256 over its
     bytes (no copy when C- or Fortran-contiguous), with its dtype, shape
     and memory order (a BLAS product may round differently on the two
-    layouts). Anything else (DataFrames, sparse matrices, lists, object
+    layouts). A DataFrame is hashed from its column names, dtypes, index
+    and column values. Anything else (sparse matrices, lists, object
     arrays, array subclasses) goes to :func:`pickle_hash`.
 
     Examples
@@ -384,6 +404,8 @@ def content_hash(X):
     >>> content_hash(a) == before
     False
     """
+    if _is_data_frame(X):
+        return "frame:" + _frame_hash(X)
     if type(X) is not np.ndarray or X.dtype.hasobject:
         return "pickle:" + pickle_hash(X)
     if X.flags.c_contiguous:
