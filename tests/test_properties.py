@@ -914,7 +914,8 @@ def test_metric_rounding_moves_result_by_at_most_the_rounding(metric):
     move a metric by at most the bound of ``_rounding_bound`` (uniform
     bins). A metric whose result is not a float is skipped (its fields have
     no single bound; the other properties cover them)."""
-    if "confidence" in inspect.signature(metric).parameters:
+    sorts_rows = metric.__name__ == "ks_calibration_error"  # cumulative sums
+    if sorts_rows or "confidence" in inspect.signature(metric).parameters:
         pytest.skip(
             f"{metric.__name__} ranks rows by confidence: rounding to 4 decimals "
             "ties or reorders them, which moves a ranking metric by O(1/n)"

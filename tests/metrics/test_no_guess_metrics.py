@@ -95,7 +95,8 @@ def test_every_metric_refuses_to_guess_the_columns(metric):
         _call(metric, [1, 1, 1], [0.2, 0.7, 0.9])
     # With labels the metric runs.
     _call(metric, LAB, P3, labels=[1, 2, 3])
-    _call(metric, [1, 1, 1], [0.2, 0.7, 0.9], labels=[0, 1])
+    # (four rows: the kernel test's variance needs two pairs)
+    _call(metric, [1, 1, 1, 1], [0.2, 0.7, 0.9, 0.6], labels=[0, 1])
 
 
 def test_more_distinct_labels_than_columns_is_an_error():

@@ -13,6 +13,7 @@ paper's reflected kernel by quadrature on a fine mesh (``_exact_ece``).
 import numpy as np
 import pytest
 from _data import load_shared
+from scipy.integrate import trapezoid as _trapezoid
 from sklearn.linear_model import LogisticRegression
 
 from skcalib.metrics import (
@@ -86,7 +87,7 @@ def _exact_ece(f, a, sigma, w=None):
         tb = t[start : start + 500, None]
         K = phi(tb - u) + phi(tb + u) + phi(tb - 2 + u)
         dens[start : start + 500], res[start : start + 500] = K @ mass, K @ resid
-    return np.trapezoid(np.abs(res), t) / np.trapezoid(dens, t)
+    return _trapezoid(np.abs(res), t) / _trapezoid(dens, t)
 
 
 def _relplot():
@@ -330,10 +331,10 @@ def test_curve_equals_relplot_kernel_smoother_and_kde():
     # relplot's density misses half the mass of the samples at 0 and 1.
     at_ends = np.mean((p == 0) | (p == 1))
     assert at_ends > 0.05
-    mass = np.trapezoid(curve.density, curve.x)
+    mass = _trapezoid(curve.density, curve.x)
     assert mass == pytest.approx(1 - at_ends / 2, abs=2e-3)
     reflected = smooth_reliability_curve(y, p, kind="classwise")
-    assert np.trapezoid(reflected.density, reflected.x) == pytest.approx(1, abs=2e-3)
+    assert _trapezoid(reflected.density, reflected.x) == pytest.approx(1, abs=2e-3)
 
 
 def test_top_label_curve_is_the_curve_of_the_predicted_class():
