@@ -10,6 +10,7 @@ from skcalib._core.xp import move_estimator_to
 from skcalib._version import __version__
 from skcalib.calibration import (
     BetaCalibrator,
+    BiasCorrectedTemperatureCalibrator,
     CalibratedClassifier,
     DirichletCalibrator,
     DirichletCalibratorCV,
@@ -19,6 +20,7 @@ from skcalib.calibration import (
     MatrixScalingCalibrator,
     MatrixScalingCalibratorCV,
     PlattCalibrator,
+    PriorShiftAdapter,
     ScalingBinningCalibrator,
     TemperatureCalibrator,
     VectorScalingCalibrator,
@@ -32,6 +34,7 @@ __all__ = [
     "AutoCalibrator",
     "BayesDecisionClassifier",
     "BetaCalibrator",
+    "BiasCorrectedTemperatureCalibrator",
     "CalibratedClassifier",
     "ConformalClassifier",
     "DirichletCalibrator",
@@ -42,6 +45,7 @@ __all__ = [
     "MatrixScalingCalibrator",
     "MatrixScalingCalibratorCV",
     "PlattCalibrator",
+    "PriorShiftAdapter",
     "ScalingBinningCalibrator",
     "ScoreCache",
     "TemperatureCalibrator",

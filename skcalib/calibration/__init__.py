@@ -7,6 +7,7 @@ predicts sets) in :mod:`skcalib.conformal`; both are reached from
 """
 
 from skcalib.calibration._beta import BetaCalibrator
+from skcalib.calibration._bias_temperature import BiasCorrectedTemperatureCalibrator
 from skcalib.calibration._binning import HistogramBinningCalibrator
 from skcalib.calibration._dirichlet import DirichletCalibrator
 from skcalib.calibration._identity import IdentityCalibrator
@@ -21,12 +22,14 @@ from skcalib.calibration._matrix_scaling import (
 )
 from skcalib.calibration._meta import CalibratedClassifier
 from skcalib.calibration._platt import PlattCalibrator
+from skcalib.calibration._prior_shift import PriorShiftAdapter
 from skcalib.calibration._scaling_binning import ScalingBinningCalibrator
 from skcalib.calibration._temperature import TemperatureCalibrator
 from skcalib.calibration._venn_abers import VennAbersCalibrator
 
 __all__ = [
     "BetaCalibrator",
+    "BiasCorrectedTemperatureCalibrator",
     "CalibratedClassifier",
     "DirichletCalibrator",
     "DirichletCalibratorCV",
@@ -36,6 +39,7 @@ __all__ = [
     "MatrixScalingCalibrator",
     "MatrixScalingCalibratorCV",
     "PlattCalibrator",
+    "PriorShiftAdapter",
     "ScalingBinningCalibrator",
     "TemperatureCalibrator",
     "VectorScalingCalibrator",
