@@ -146,7 +146,13 @@ CALLS = {
 }
 
 #: Public callables of skcalib.metrics that are not metrics of arrays.
-NOT_METRICS = {"get_scorer", "get_scorer_names", "make_proba_scorer"}
+NOT_METRICS = {
+    "get_scorer",
+    "get_scorer_names",
+    "make_proba_scorer",
+    "register_scorers",
+    "unregister_scorers",
+}
 
 
 def _metric_names():

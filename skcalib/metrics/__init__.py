@@ -52,6 +52,7 @@ from skcalib.metrics._proper import (
     calibration_refinement_decomposition,
     negative_log_likelihood,
 )
+from skcalib.metrics._register import register_scorers, unregister_scorers
 from skcalib.metrics._scorer import (
     ProbaScorer,
     aurc_scorer,
@@ -86,6 +87,8 @@ from skcalib.metrics._uncertainty import (
 )
 
 __all__ = [
+    "register_scorers",
+    "unregister_scorers",
     "CORPDecomposition",
     "CalibrationAccumulator",
     "CalibrationErrorInterval",

@@ -7,9 +7,11 @@ Each call builds a :func:`sklearn.metrics.make_scorer` object (with
 ``response_method="predict_proba"``) carrying those labels, so the response
 handling (binary: the column of ``classes_[1]``), ``sample_weight`` and
 metadata routing are scikit-learn's own. Losses are negated
-(``greater_is_better=False``) and named ``neg_*``. scikit-learn's private
-scorer registry is never touched: :func:`get_scorer` looks in our table first
-and falls back to :func:`sklearn.metrics.get_scorer`.
+(``greater_is_better=False``) and named ``neg_*``. Importing skcalib never
+touches scikit-learn's scorer table: :func:`get_scorer` looks in our table
+first and falls back to :func:`sklearn.metrics.get_scorer`; the explicit
+opt-in :func:`~skcalib.metrics.register_scorers` (``_register.py``) makes the
+names valid strings in scikit-learn itself.
 """
 
 import copy
@@ -277,6 +279,8 @@ def get_scorer(scoring):
     --------
     get_scorer_names : All the names.
     sklearn.metrics.get_scorer : The fallback.
+    register_scorers : Make the names valid ``scoring`` strings in
+        scikit-learn itself (``GridSearchCV(scoring="neg_aurc")``).
 
     Notes
     -----
