@@ -31,7 +31,7 @@ def _pyplot():
     return plt, ReliabilityDisplay
 
 
-def reliability_png(y, probas, names, title, figsize=(6, 7), dpi=120):
+def reliability_png(y, probas, names, title, figsize=(6, 7), dpi=150):
     """PNG bytes of the reliability diagram of ``names`` overlaid, or None
     without matplotlib."""
     plt, display = _pyplot()
@@ -42,8 +42,15 @@ def reliability_png(y, probas, names, title, figsize=(6, 7), dpi=120):
     try:
         for name in names:
             label = name if name == "uncalibrated" else f"{name} (out of fold)"
+            # the confidence curve: its legend ECE is the table's "ece" column
             display.from_predictions(
-                y, probas[name], labels=classes, ax=ax, name=label, show_histogram=True
+                y,
+                probas[name],
+                labels=classes,
+                kind="confidence",
+                ax=ax,
+                name=label,
+                show_histogram=True,
             )
         ax.set_title(title)
         buf = io.BytesIO()

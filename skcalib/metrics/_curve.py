@@ -44,6 +44,13 @@ class ReliabilityCurve:
     ``counts == 0``, ``nonempty == False`` and NaN ``mean_confidence``,
     ``accuracy``, ``lower`` and ``upper``. Arrays are read-only.
 
+    A curve about one class (``kind="classwise"``, e.g. the positive class
+    of a binary problem) unpacks like the result of
+    :func:`sklearn.calibration.calibration_curve`: ``prob_true, prob_pred =
+    curve`` gives ``accuracy`` and ``mean_confidence`` of the non-empty bins
+    (scikit-learn drops empty bins). Other kinds refuse to unpack (a
+    ``TypeError``): their numbers are not those of ``calibration_curve``.
+
     Attributes
     ----------
     edges : ndarray of shape (n_bins + 1,)
@@ -97,6 +104,12 @@ class ReliabilityCurve:
     >>> curve = reliability_curve(y, p, n_bins=2, kind="classwise")
     >>> curve.counts, curve.accuracy, curve.mean_confidence
     (array([1., 5.]), array([0. , 0.8]), array([0.1 , 0.81]))
+
+    Unpacked as scikit-learn's ``calibration_curve``:
+
+    >>> prob_true, prob_pred = curve
+    >>> prob_true, prob_pred
+    (array([0. , 0.8]), array([0.1 , 0.81]))
     """
 
     edges: np.ndarray
@@ -115,6 +128,21 @@ class ReliabilityCurve:
     curve_y: np.ndarray | None = None
     band_lower: np.ndarray | None = None
     band_upper: np.ndarray | None = None
+
+    def __iter__(self):
+        """``prob_true``, ``prob_pred`` of the non-empty bins, as
+        :func:`sklearn.calibration.calibration_curve` returns them; only for a
+        curve about one class (``kind="classwise"``)."""
+        if self.kind != "classwise":
+            raise TypeError(
+                f"A reliability curve of kind={self.kind!r} does not unpack: "
+                "prob_true, prob_pred = calibration_curve(y, p) is the curve of "
+                "the positive class; get it with prob_true, prob_pred = "
+                "reliability_curve(y, p, kind='classwise'), or read the "
+                "attributes accuracy and mean_confidence."
+            )
+        keep = self.nonempty  # in the namespace and on the device of the curve
+        return iter((self.accuracy[keep], self.mean_confidence[keep]))
 
 
 def wilson_interval(successes, n_eff, confidence_level):

@@ -3,7 +3,8 @@
 Importing this module does not import matplotlib; drawing does.
 """
 
+from skcalib.plotting._grid import ReliabilityGridDisplay
 from skcalib.plotting._reliability import ReliabilityDisplay
 from skcalib.plotting._risk_coverage import RiskCoverageDisplay
 
-__all__ = ["ReliabilityDisplay", "RiskCoverageDisplay"]
+__all__ = ["ReliabilityDisplay", "ReliabilityGridDisplay", "RiskCoverageDisplay"]

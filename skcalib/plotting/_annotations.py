@@ -76,10 +76,15 @@ def axis_labels(kind, class_label):
     return xlabel, "Observed accuracy (fraction correct)"
 
 
-def legend_label(name, ece, metric="ECE"):
+def legend_label(name, ece, metric="ECE", interval=None):
     """``"name (ECE = 0.123)"``, the ECE alone, the name alone, or None
-    (``metric``: the name of the value shown, e.g. ``"MCB"``, ``"smECE"``)."""
+    (``metric``: the name of the value shown, e.g. ``"MCB"``, ``"smECE"``);
+    ``"name (ECE = 0.123 [0.101, 0.150])"`` with ``interval``, a
+    :class:`~skcalib.metrics.CalibrationErrorInterval` (its ``low`` and
+    ``high``)."""
     if ece is not None and np.isfinite(ece):
         metric = f"{metric} = {ece:.3f}"
+        if interval is not None:
+            metric += f" [{interval.low:.3f}, {interval.high:.3f}]"
         return metric if name is None else f"{name} ({metric})"
     return name

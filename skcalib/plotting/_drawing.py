@@ -68,11 +68,13 @@ def draw_diagonal(ax):
     )
 
 
-def draw_curve(ax, prob_pred, prob_true, label, kwargs):
+def draw_curve(ax, prob_pred, prob_true, label, kwargs, color=None):
     """The curve through the shown bins (``marker="s"``, ``linestyle="-"``)."""
     from matplotlib.lines import Line2D
 
     defaults = {"marker": "s", "markersize": 4, "linestyle": "-"}
+    if color is not None:
+        defaults["color"] = color
     if label is not None:
         defaults["label"] = label
     return ax.plot(prob_pred, prob_true, **merge_kwargs(defaults, kwargs, Line2D))[0]
@@ -132,21 +134,102 @@ def histogram_heights(counts, edges, histogram):
     return widths, counts / (total * widths) if total > 0 else counts * 0.0
 
 
-def draw_histogram(ax_hist, counts, edges, histogram, color, hist_kwargs):
-    """One bar per bin (empty ones included) in the histogram panel."""
-    from matplotlib.patches import Rectangle
+#: ``hist_scale="auto"`` draws the count axis on a log scale when the
+#: smallest non-empty bar of the panel would be lower than this fraction of
+#: the tallest on a linear one (under 2% of the panel: hard to see).
+LOG_SCALE_RATIO = 0.02
+#: Attribute of the histogram panel: the heights drawn on it so far, so that
+#: the scale suits every display overlaid there.
+HEIGHTS_ATTR = "_skcalib_hist_heights"
+
+
+def choose_hist_scale(heights):
+    """``"log"`` when the smallest positive height is below
+    :data:`LOG_SCALE_RATIO` times the largest, else ``"linear"``."""
+    positive = heights[heights > 0]
+    if positive.size and positive.min() < LOG_SCALE_RATIO * positive.max():
+        return "log"
+    return "linear"
+
+
+def set_hist_scale(ax_hist, heights, hist_scale):
+    """Apply ``hist_scale`` to the panel (``"auto"``: :func:`choose_hist_scale`
+    of every height drawn on it); on a log scale the axis starts at half the
+    smallest positive height, so that every non-empty bin shows."""
+    drawn = np.concatenate([getattr(ax_hist, HEIGHTS_ATTR, np.empty(0)), heights])
+    setattr(ax_hist, HEIGHTS_ATTR, drawn)
+    scale = choose_hist_scale(drawn) if hist_scale == "auto" else hist_scale
+    positive = drawn[drawn > 0]
+    if scale == "log" and positive.size:
+        ax_hist.set_yscale("log")
+        ax_hist.set_ylim(positive.min() / 2, positive.max() * 2)
+    elif scale == "linear":
+        ax_hist.set_yscale("linear")
+        ax_hist.set_ylim(0, positive.max() * 1.05 if positive.size else 1)
+    return scale
+
+
+def draw_histogram(ax_hist, counts, edges, histogram, color, hist_kwargs, **options):
+    """The histogram of one display in the panel: step outlines
+    (``options["histtype"] == "step"``; a :class:`~matplotlib.patches.StepPatch`)
+    or one bar per bin (a ``BarContainer``), empty bins included, on the
+    count scale ``options["hist_scale"]``."""
+    from matplotlib.patches import Rectangle, StepPatch
 
     widths, heights = histogram_heights(counts, edges, histogram)
-    defaults = {"color": color, "alpha": 0.4, "edgecolor": color, "linewidth": 0.8}
-    bars = ax_hist.bar(
-        edges[:-1],
-        heights,
-        width=widths,
-        align="edge",
-        **merge_kwargs(defaults, hist_kwargs, Rectangle),
+    point_bin = bool((np.diff(edges) <= 0).any())
+    if options["histtype"] == "step" and not point_bin:
+        defaults = {"color": color, "linewidth": 1.5, "fill": False}
+        artist = ax_hist.stairs(
+            heights, edges, **merge_kwargs(defaults, hist_kwargs, StepPatch)
+        )
+    else:  # bars (a zero-width bin is drawn on a sliver)
+        defaults = {"color": color, "alpha": 0.4, "edgecolor": color, "linewidth": 0.8}
+        if options["histtype"] == "step":
+            defaults.update(fill=False, alpha=1.0, linewidth=1.5)
+        artist = ax_hist.bar(
+            edges[:-1],
+            heights,
+            width=widths,
+            align="edge",
+            **merge_kwargs(defaults, hist_kwargs, Rectangle),
+        )
+    set_hist_scale(
+        ax_hist, np.asarray(heights, dtype=np.float64), options["hist_scale"]
     )
     ax_hist.set_ylabel("Count" if histogram == "counts" else "Density")
-    return bars
+    return artist
+
+
+#: Attribute of a figure: the colour of each named method drawn on it.
+COLORS_ATTR = "_skcalib_method_colors"
+
+
+def method_color(ax, name, kwargs):
+    """The colour of method ``name`` on the figure of ``ax``: the one it
+    got first on that figure (any panel), else the next colour of the
+    ``axes.prop_cycle`` not yet given to a method there. A colour in
+    ``kwargs`` wins and is remembered for the name if it has none. None
+    (the axes' own cycle) when ``name`` is None."""
+    import matplotlib as mpl
+    from matplotlib.cbook import normalize_kwargs
+    from matplotlib.lines import Line2D
+
+    user = normalize_kwargs(dict(kwargs or {}), Line2D).get("color")
+    if name is None:
+        return user
+    figure = ax.figure
+    colors = getattr(figure, COLORS_ATTR, None)
+    if colors is None:
+        colors = {}
+        setattr(figure, COLORS_ATTR, colors)
+    if user is not None:
+        colors.setdefault(name, user)
+        return user
+    if name not in colors:
+        cycle = mpl.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
+        colors[name] = cycle[len(colors) % len(cycle)]
+    return colors[name]
 
 
 def finish_axes(ax, xlabel, ylabel):

@@ -9,8 +9,11 @@ intervals all come from :func:`~skcalib.metrics.reliability_curve`.
 This module holds the class and :meth:`~ReliabilityDisplay.plot`, a sequence
 of calls to the drawing helpers of :mod:`skcalib.plotting._drawing`; the
 constructors that compute (``from_predictions``, ``from_estimator``) are in
-:mod:`skcalib.plotting._from_data`, the legend ECE and the labels in
-:mod:`skcalib.plotting._annotations`.
+:mod:`skcalib.plotting._from_data` (what they compute, in
+:mod:`skcalib.plotting._display_data`; which curve, in
+:mod:`skcalib.plotting._classes`), the legend ECE and the labels in
+:mod:`skcalib.plotting._annotations`; the per-class grid in
+:mod:`skcalib.plotting._grid`.
 
 matplotlib is imported only inside the methods that draw, so importing
 :mod:`skcalib.plotting` never imports it.
@@ -31,6 +34,7 @@ from skcalib.plotting._drawing import (
     finish_axes,
     histogram_axes,
     import_pyplot,
+    method_color,
     new_axes,
 )
 from skcalib.plotting._from_data import ReliabilityFromDataMixin, check_option
@@ -39,6 +43,8 @@ __all__ = ["ReliabilityDisplay"]
 
 
 _HISTOGRAMS = ("counts", "density")
+_HISTTYPES = ("step", "bar")
+_HIST_SCALES = ("auto", "linear", "log")
 
 
 def _is_isotonic(curve):
@@ -89,6 +95,10 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
         ``show_intervals=True``.
     ece : float, default=None
         Expected calibration error shown in the legend; ``None`` shows none.
+    ece_interval : CalibrationErrorInterval, default=None
+        Confidence interval of ``ece``
+        (:func:`~skcalib.metrics.calibration_error_interval`), shown in the
+        legend after it (``legend_interval=True`` of :meth:`from_predictions`).
     name : str, default=None
         Name of the model in the legend.
     kind : {"confidence", "top_label", "classwise"}, default="confidence"
@@ -126,9 +136,11 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
         (the diagonal), when ``show_gaps=True``.
     intervals_ : matplotlib.container.ErrorbarContainer or None
         Per-bin interval error bars, when ``show_intervals=True``.
-    hist_ : matplotlib.container.BarContainer or None
-        Histogram bars (one per bin, empty bins included), when
-        ``show_histogram=True``.
+    hist_ : matplotlib.patches.StepPatch or matplotlib.container.BarContainer or None
+        The histogram (one step or bar per bin, empty bins included), when
+        ``show_histogram=True``: a step outline (``histtype="step"``, the
+        default) or bars (``histtype="bar"``, or a bin ``[0, 0]``, drawn on
+        a sliver).
     ax_hist_ : matplotlib.axes.Axes or None
         The histogram panel below ``ax_``, when ``show_histogram=True``.
     isotonic_line_ : matplotlib.lines.Line2D or None
@@ -148,6 +160,22 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
 
     Notes
     -----
+    **Defaults.** The per-bin Wilson intervals are drawn (a bin of ten
+    samples has an interval about 0.5 wide: its zigzag is noise, not
+    miscalibration); ``show_intervals=False`` turns them off. A binary
+    problem draws the positive class on ``[0, 1]``, as
+    :class:`~sklearn.calibration.CalibrationDisplay` does
+    (:meth:`from_predictions`, ``kind=None``). Histograms are step
+    outlines, on a log count scale when a linear one would hide a
+    non-empty bin (``hist_scale``).
+
+    **Colours.** A named model keeps one colour on every panel of a
+    figure: the first display of a name on a figure takes the next colour
+    of matplotlib's ``axes.prop_cycle`` not yet given to a name there (or
+    the ``color`` passed), and every later display of that name on the
+    figure (any axes, its histogram, intervals, gaps and overlays) reuses
+    it. Unnamed displays follow the axes' own colour cycle.
+
     With bins :math:`B_1, \\dots, B_m` of weighted sizes :math:`n_j` out of
     :math:`n`, accuracy :math:`\\mathrm{acc}(B_j)` and mean confidence
     :math:`\\mathrm{conf}(B_j)`, the ECE in the legend is
@@ -201,6 +229,7 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
         lower=None,
         upper=None,
         ece=None,
+        ece_interval=None,
         name=None,
         kind="confidence",
         class_label=None,
@@ -216,6 +245,7 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
         self.lower = lower
         self.upper = upper
         self.ece = ece
+        self.ece_interval = ece_interval
         self.name = name
         self.kind = kind
         self.class_label = class_label
@@ -232,8 +262,10 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
         ref_line=True,
         show_histogram=False,
         show_gaps=False,
-        show_intervals=False,
+        show_intervals=None,
         histogram="counts",
+        histtype="step",
+        hist_scale="auto",
         gap_kwargs=None,
         hist_kwargs=None,
         interval_kwargs=None,
@@ -263,20 +295,33 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
         show_gaps : bool, default=False
             Draw, for each non-empty bin, a bar spanning the bin from the
             observed accuracy to the mean confidence (the diagonal).
-        show_intervals : bool, default=False
+        show_intervals : bool, default=None
             Draw the per-bin confidence interval of the accuracy (``lower`` to
-            ``upper``) as error bars.
+            ``upper``) as error bars, so that the zigzag of bins holding few
+            samples reads as the noise it is. ``None``: drawn when the
+            display has ``lower`` and ``upper`` and the curve is binned (a
+            CORP curve shows its consistency band instead).
         histogram : {"counts", "density"}, default="counts"
             Histogram heights: weighted counts, or a density that integrates
             to 1 over ``[0, 1]``.
+        histtype : {"step", "bar"}, default="step"
+            Histogram drawn as a step outline (overlaid histograms stay
+            readable) or as filled bars.
+        hist_scale : {"auto", "linear", "log"}, default="auto"
+            Scale of the histogram's count axis. ``"auto"``: logarithmic when
+            the smallest non-empty bar of the panel (over every display
+            overlaid on it) is below 2% of the tallest, so that every
+            non-empty bin stays visible; else linear.
         gap_kwargs : dict, default=None
             Keyword arguments for :meth:`matplotlib.axes.Axes.bar` drawing the
             gaps (defaults: the curve's colour, ``alpha=0.25``, so that the gaps
             of overlaid displays stay apart; pass ``{"color": "tab:red"}`` for
             the classic red gaps of a single diagram).
         hist_kwargs : dict, default=None
-            Keyword arguments for :meth:`matplotlib.axes.Axes.bar` drawing the
-            histogram (defaults: the curve's colour, ``alpha=0.4``).
+            Keyword arguments for :meth:`matplotlib.axes.Axes.stairs`
+            (``histtype="step"``: the curve's colour, ``linewidth=1.5``, no
+            fill) or :meth:`matplotlib.axes.Axes.bar` (``"bar"``: the curve's
+            colour, ``alpha=0.4``) drawing the histogram.
         interval_kwargs : dict, default=None
             Keyword arguments for :meth:`matplotlib.axes.Axes.errorbar`.
         show_band : bool, default=True
@@ -290,7 +335,7 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
         **kwargs : dict
             Keyword arguments for :meth:`matplotlib.axes.Axes.plot` drawing the
             curve (defaults: ``marker="s"``, ``linestyle="-"``; a CORP curve:
-            no marker).
+            no marker; the colour of ``name`` on the figure, see Notes).
 
         Returns
         -------
@@ -317,17 +362,22 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
         >>> disp = disp.plot(show_gaps=True, show_histogram=True, name="model")
         >>> disp.line_.get_label()
         'model (ECE = 0.100)'
-        >>> len(disp.gaps_.patches), len(disp.hist_.patches)
-        (2, 3)
+        >>> len(disp.gaps_.patches), disp.hist_.get_data().values
+        (2, array([10.,  0., 30.]))
         >>> plt.close("all")
         """
         import_pyplot()
         check_option(histogram, "histogram", _HISTOGRAMS)
-        if show_intervals and (self.lower is None or self.upper is None):
+        check_option(histtype, "histtype", _HISTTYPES)
+        check_option(hist_scale, "hist_scale", _HIST_SCALES)
+        has_bounds = self.lower is not None and self.upper is not None
+        if show_intervals and not has_bounds:
             raise ValueError(
                 "show_intervals=True needs the per-bin bounds lower and upper; "
                 "build the display with from_predictions or pass them."
             )
+        if show_intervals is None:
+            show_intervals = has_bounds and not _is_isotonic(self.curve)
         prob_true, prob_pred, counts, edges = (
             np.asarray(a, dtype=np.float64)
             for a in (self.prob_true, self.prob_pred, self.counts, self.edges)
@@ -337,13 +387,14 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
         if ref_line:
             draw_diagonal(ax)
         name = self.name if name is None else name
+        color = method_color(ax, name, kwargs)
         if _is_isotonic(self.curve):
             label = legend_label(name, self.mcb, "MCB")
-            self.line_ = draw_step_curve(ax, self.curve, label, kwargs)
+            self.line_ = draw_step_curve(ax, self.curve, label, kwargs, color=color)
         else:
-            label = legend_label(name, self.ece)
+            label = legend_label(name, self.ece, interval=self.ece_interval)
             self.line_ = draw_curve(
-                ax, prob_pred[shown], prob_true[shown], label, kwargs
+                ax, prob_pred[shown], prob_true[shown], label, kwargs, color=color
             )
         color = self.line_.get_color()
         self._draw_overlays(ax, name, color, show_band, band_kwargs, overlay_kwargs)
@@ -354,27 +405,38 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
             )
         self.intervals_ = None
         if show_intervals:
-            lower = np.asarray(self.lower, dtype=np.float64)[shown]
-            upper = np.asarray(self.upper, dtype=np.float64)[shown]
+            bounds = [
+                np.asarray(b, dtype=np.float64)[shown] for b in (self.lower, self.upper)
+            ]
             self.intervals_ = draw_intervals(
-                ax,
-                prob_pred[shown],
-                prob_true[shown],
-                lower,
-                upper,
-                color,
-                interval_kwargs,
+                ax, prob_pred[shown], prob_true[shown], *bounds, color, interval_kwargs
             )
         self.hist_ = self.ax_hist_ = None
         if show_histogram:
-            self.ax_hist_ = histogram_axes(ax)
-            self.hist_ = draw_histogram(
-                self.ax_hist_, counts, edges, histogram, color, hist_kwargs
+            self._draw_histogram(
+                ax, counts, edges, color, histogram, hist_kwargs, histtype, hist_scale
             )
         finish_axes(ax, *axis_labels(self.kind, self.class_label))
         self.ax_ = ax
         self.figure_ = ax.figure
         return self
+
+    def _draw_histogram(self, ax, counts, edges, color, histogram, *style):
+        """The histogram panel below ``ax`` (shared) and this display's
+        histogram on it; ``style``: ``hist_kwargs``, ``histtype``,
+        ``hist_scale``."""
+        hist_kwargs, histtype, hist_scale = style
+        self.ax_hist_ = histogram_axes(ax)
+        self.hist_ = draw_histogram(
+            self.ax_hist_,
+            counts,
+            edges,
+            histogram,
+            color,
+            hist_kwargs,
+            histtype=histtype,
+            hist_scale=hist_scale,
+        )
 
     def _draw_overlays(self, ax, name, color, show_band, band_kwargs, overlay_kwargs):
         """The CORP curve over a binned one, its band, and the smoothed curve."""

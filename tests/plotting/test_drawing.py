@@ -68,7 +68,7 @@ def test_curve_gaps_and_legend_by_hand():
     ],
 )
 def test_histogram_bars_by_hand(histogram, heights, ylabel):
-    disp = _hand_display(show_histogram=True, histogram=histogram)
+    disp = _hand_display(show_histogram=True, histogram=histogram, histtype="bar")
     bars = disp.hist_.patches
     assert_allclose([b.get_x() for b in bars], [0.0, 0.25, 0.5, 0.75])
     assert_allclose([b.get_height() for b in bars], heights)
@@ -79,6 +79,12 @@ def test_histogram_bars_by_hand(histogram, heights, ylabel):
     # The x label moves under the panel.
     assert disp.ax_.get_xlabel() == ""
     assert disp.ax_hist_.get_xlabel() == "Mean predicted probability (class 1)"
+    # The default step outline has the same heights on the same edges.
+    step = _hand_display(show_histogram=True, histogram=histogram)
+    values, edges, baseline = step.hist_.get_data()
+    assert_allclose(values, heights)
+    assert_allclose(edges, [0.0, 0.25, 0.5, 0.75, 1.0])
+    assert baseline == 0 and not step.hist_.get_fill()
 
 
 def test_point_bin_drawn_on_a_sliver():
@@ -173,7 +179,7 @@ def test_one_binning_pass(monkeypatch, params):
         raise AssertionError("the legend ECE binned the data again")
 
     monkeypatch.setattr(
-        "skcalib.plotting._from_data.expected_calibration_error", no_second_pass
+        "skcalib.plotting._display_data.expected_calibration_error", no_second_pass
     )
     ReliabilityDisplay.from_predictions(y, proba, **params)
     assert len(calls) == curve_calls

@@ -20,11 +20,14 @@ matplotlib.use("Agg")
 # ------------------------------------------------- binary, multiclass, kinds
 def test_binary_1d_equals_2d():
     y, p = binary()
-    d1 = ReliabilityDisplay.from_predictions(y, p, n_bins=10)
-    d2 = ReliabilityDisplay.from_predictions(y, np.column_stack((1 - p, p)), n_bins=10)
-    assert_allclose(d1.line_.get_xydata(), d2.line_.get_xydata())
-    assert d1.ece == pytest.approx(d2.ece)
-    # Top-1 confidence of a binary model is at least 1/2.
+    for kind in (None, "confidence"):
+        d1 = ReliabilityDisplay.from_predictions(y, p, n_bins=10, kind=kind)
+        d2 = ReliabilityDisplay.from_predictions(
+            y, np.column_stack((1 - p, p)), n_bins=10, kind=kind
+        )
+        assert_allclose(d1.line_.get_xydata(), d2.line_.get_xydata())
+        assert d1.ece == pytest.approx(d2.ece)
+    # Top-1 confidence of a binary model is at least 1/2 (kind="confidence").
     assert np.all(d1.line_.get_xydata()[:, 0] >= 0.5)
 
 
@@ -214,8 +217,10 @@ def test_from_estimator_without_predict_proba():
         ({"kind": "top_label", "class_index": -1}, "class_index"),
         ({"kind": "classwise", "pos_label": 9}, "pos_label"),
         ({"kind": "classwise", "pos_label": 1, "class_index": 1}, "not both"),
-        ({"class_index": 1}, "kind='confidence'"),
-        ({"pos_label": 1}, "kind='confidence'"),
+        ({"kind": "confidence", "class_index": 1}, "kind='confidence'"),
+        ({"kind": "confidence", "pos_label": 1}, "kind='confidence'"),
+        ({"histtype": "filled"}, "histtype"),
+        ({"hist_scale": "symlog"}, "hist_scale"),
         ({"histogram": "percent"}, "histogram"),
     ],
 )
@@ -229,6 +234,7 @@ def test_top_label_all_classes_shows_top_label_ece():
     y, proba = multiclass()
     disp = ReliabilityDisplay.from_predictions(y, proba, kind="top_label")
     pooled = ReliabilityDisplay.from_predictions(y, proba)
+    assert pooled.curve.kind == "confidence"  # the multiclass default
     # The curve drawn pools the classes: the confidence curve.
     assert_allclose(disp.line_.get_xydata(), pooled.line_.get_xydata())
     ece = expected_calibration_error(y, proba, kind="top_label")

@@ -154,13 +154,17 @@ def test_default_artists_and_labels():
     disp = ReliabilityDisplay.from_predictions(y, proba, name="m")
     ax = disp.ax_
     assert disp.figure_ is ax.figure
-    assert len(ax.get_lines()) == 2  # diagonal + curve
     (diag,) = diagonals(ax)
     assert_allclose(diag.get_xydata(), [[0, 0], [1, 1]])
     assert diag.get_label() == "Perfectly calibrated"
     assert disp.line_.get_marker() == "s"
-    for attr in ("gaps_", "intervals_", "hist_", "ax_hist_"):
+    # Per-bin intervals are drawn by default (their caps are the 2 more lines).
+    assert disp.intervals_ is not None
+    assert len(ax.get_lines()) == 2 + 2  # diagonal + curve + caps
+    for attr in ("gaps_", "hist_", "ax_hist_"):
         assert getattr(disp, attr) is None
+    off = ReliabilityDisplay.from_predictions(y, proba, show_intervals=False)
+    assert off.intervals_ is None and len(off.ax_.get_lines()) == 2
     assert len(ax.figure.axes) == 1
     assert ax.get_xlabel() == "Mean predicted confidence"
     assert ax.get_ylabel() == "Observed accuracy (fraction correct)"
@@ -209,9 +213,11 @@ def test_line_kwargs_and_aliases():
 def test_overlay_two_displays_one_diagonal():
     y, proba = multiclass()
     _, calibrated = multiclass(sharpen=1.0)
-    d1 = ReliabilityDisplay.from_predictions(y, proba, name="sharp")
+    d1 = ReliabilityDisplay.from_predictions(
+        y, proba, name="sharp", show_intervals=False
+    )
     d2 = ReliabilityDisplay.from_predictions(
-        y, calibrated, name="calibrated", ax=d1.ax_
+        y, calibrated, name="calibrated", ax=d1.ax_, show_intervals=False
     )
     ax = d1.ax_
     assert d2.ax_ is ax and d2.figure_ is d1.figure_
@@ -250,7 +256,9 @@ def test_plot_on_given_axes():
 # --------------------------------------------------------------- histogram
 def test_histogram_counts_panel():
     y, proba = multiclass()
-    disp = ReliabilityDisplay.from_predictions(y, proba, n_bins=10, show_histogram=True)
+    disp = ReliabilityDisplay.from_predictions(
+        y, proba, n_bins=10, show_histogram=True, histtype="bar"
+    )
     ax, ax_hist = disp.ax_, disp.ax_hist_
     assert ax_hist is not None and ax_hist is not ax
     assert ax_hist in disp.figure_.axes and len(disp.figure_.axes) == 2
@@ -276,7 +284,12 @@ def test_histogram_counts_panel():
 def test_histogram_density():
     y, proba = multiclass()
     disp = ReliabilityDisplay.from_predictions(
-        y, proba, strategy="quantile", show_histogram=True, histogram="density"
+        y,
+        proba,
+        strategy="quantile",
+        show_histogram=True,
+        histogram="density",
+        histtype="bar",
     )
     heights = np.array([patch.get_height() for patch in disp.hist_.patches])
     widths = np.diff(disp.edges)
@@ -294,8 +307,13 @@ def test_overlay_histograms_share_one_panel():
     )
     assert d2.ax_hist_ is d1.ax_hist_
     assert len(d1.figure_.axes) == 2
-    assert len(d1.ax_hist_.patches) == len(d1.hist_.patches) + len(d2.hist_.patches)
-    assert_allclose([p.get_height() for p in d2.hist_.patches], d2.counts)
+    # One step outline per display, in the display's colour.
+    assert list(d1.ax_hist_.patches) == [d1.hist_, d2.hist_]
+    assert_allclose(d2.hist_.get_data().values, d2.counts)
+    for d in (d1, d2):
+        assert matplotlib.colors.same_color(
+            d.hist_.get_edgecolor(), d.line_.get_color()
+        )
 
 
 def test_histogram_panel_added_by_later_display():
@@ -392,6 +410,7 @@ def test_empty_bins():
         show_histogram=True,
         show_gaps=True,
         show_intervals=True,
+        histtype="bar",
     )
     keep = disp.curve.nonempty
     assert keep.sum() == 1 and keep[-1]
@@ -413,7 +432,11 @@ def test_constructor_all_nan_bins_do_not_crash():
         lower=[np.nan, np.nan],
         upper=[np.nan, np.nan],
     ).plot(
-        show_gaps=True, show_intervals=True, show_histogram=True, histogram="density"
+        show_gaps=True,
+        show_intervals=True,
+        show_histogram=True,
+        histogram="density",
+        histtype="bar",
     )
     assert disp.line_.get_xydata().shape == (0, 2)
     assert [p.get_height() for p in disp.hist_.patches] == [0.0, 0.0]
