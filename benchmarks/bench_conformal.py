@@ -13,7 +13,9 @@ calibration half and a test half (seeded by the split index). On each split
 (float64, rows renormalised), with five settings: LAC, APS, randomised APS,
 class-conditional (Mondrian) LAC, and APS on temperature-scaled
 probabilities (``calibrator=TemperatureCalibrator()``, fitted on the same
-half). Reported per data set and setting: the mean test coverage over the
+half), randomised RAPS and RAPS without the last label (``k_reg`` and
+``lam`` chosen on 20% of the calibration half, seeded by the split), and
+top-k sets. Reported per data set and setting: the mean test coverage over the
 splits (the guarantee is on this mean: >= 0.9, and <= 0.9 + 1/(n+1) for
 randomised APS) with its standard deviation and minimum over the splits, the
 worst class's coverage (mean over splits), the mean set size and the share
@@ -27,8 +29,13 @@ written (Angelopoulos & Bates 2021). Median of ``--repeat`` alternating runs
 after a warm-up; the share of rows whose sets agree is shown (APS: the numpy
 version orders tied probabilities by column, skcalib treats them alike, and
 it forms the mass above a class as ``cumsum - p``, which rounds differently).
-No conformal library is installed here (MAPIE, crepes, puncc are optional
-peers we do not depend on); the plain numpy version is the reference.
+The plain numpy version is the speed reference; parity of thresholds and
+sets with MAPIE 1.6 (LAC, top-k, APS, RAPS) is checked in the test suite
+(``tests/conformal/test_mapie_parity.py``), not timed here.
+
+**Several levels.** Randomised APS sets at ten levels from one fit and one
+``predict_set(X, alpha=levels)`` call, against a fit and a call per level
+(same sets; the ratio of times).
 
 Writes ``benchmarks/results/conformal.md`` (a ``--quick`` run: a temporary
 folder unless ``--out`` is given). A full run takes about 2-3 minutes.
@@ -59,7 +66,13 @@ SETTINGS = {
     "APS randomised": {"method": "aps", "randomized": True},
     "LAC Mondrian": {"method": "lac", "class_conditional": True},
     "APS + temperature": {"method": "aps", "calibrator": TemperatureCalibrator()},
+    "RAPS randomised": {"method": "raps", "randomized": True},
+    "RAPS no last label": {"method": "raps", "include_last_label": False},
+    "top-k": {"method": "top_k"},
 }
+#: Levels of the several-levels timing: one fit and one predict_set call
+#: against one fit and one call per level.
+LEVELS = np.linspace(0.01, 0.3, 10)
 QUICK_DATASETS = ("netcal/wideresnet-16-4-cifar-10", "pycalib/kitti__random_forest")
 SPEED_CASES = [(100_000, 10), (20_000, 100), (2_000, 1000)]
 QUICK_SPEED_CASES = [(10_000, 10)]
@@ -208,8 +221,48 @@ def speed(cases, repeat):
     return table
 
 
+_LEVEL_PARAMS = {"method": "aps", "randomized": True, "random_state": 0}
+
+
+def levels_speed(cases, repeat):
+    """Sets at ``LEVELS``: one fit and one call against a fit per level."""
+    table = []
+    for n, k in cases:
+        p_cal, y_cal = synthetic(n, k, seed=k)
+        p_test, _ = synthetic(n, k, seed=k + 1)
+
+        def one_call(p_cal=p_cal, y_cal=y_cal, p_test=p_test):
+            cp = ConformalClassifier(score_type="probability", **_LEVEL_PARAMS)
+            return cp.fit(p_cal, y_cal).predict_set(p_test, alpha=LEVELS)
+
+        def refits(p_cal=p_cal, y_cal=y_cal, p_test=p_test):
+            sets = []
+            for a in LEVELS:
+                cp = ConformalClassifier(
+                    score_type="probability", alpha=a, **_LEVEL_PARAMS
+                )
+                sets.append(cp.fit(p_cal, y_cal).predict_set(p_test))
+            return np.stack(sets, axis=-1)
+
+        res = measure({"one": one_call, "refit": refits}, repeat, budget=60)
+        a, b = res["one"], res["refit"]
+        same = bool(a.ok and b.ok and np.array_equal(a.result, b.result))
+        table.append(
+            [
+                f"{n:,}",
+                str(k),
+                fmt(a.median * 1e3, 4) if a.ok else a.error,
+                fmt(b.median * 1e3, 4) if b.ok else b.error,
+                f"{b.median / a.median:.2f}" if a.ok and b.ok else "-",
+                "yes" if same else "no",
+            ]
+        )
+        print(f"  levels n={n} K={k}: done", file=sys.stderr)
+    return table
+
+
 # --------------------------------------------------------------------- report
-def report(quality_rows, summary, speed_rows, n_splits, seconds, command):
+def report(quality_rows, summary, speed_rows, n_splits, seconds, command, levels=()):
     lines = [
         "# skcalib conformal prediction sets: coverage, size and speed",
         "",
@@ -235,7 +288,11 @@ def report(quality_rows, summary, speed_rows, n_splits, seconds, command):
         "`method='lac'`; `method='aps'`; `method='aps', randomized=True`; "
         "`method='lac', class_conditional=True`; `method='aps', "
         "calibrator=TemperatureCalibrator()` (temperature fitted on the "
-        "calibration half itself, so its guarantee is approximate).",
+        "calibration half itself, so its guarantee is approximate); "
+        "`method='raps', randomized=True` and `method='raps', "
+        "include_last_label=False` (`k_reg`, `lam` chosen on 20% of the "
+        "calibration half, the threshold on the rest; **upper** uses the whole "
+        "half, so it is a little low for RAPS); `method='top_k'`.",
         "",
         "## Summary over all data sets",
         "",
@@ -319,6 +376,23 @@ def report(quality_rows, summary, speed_rows, n_splits, seconds, command):
                 speed_rows,
             )
         )
+    if levels:
+        lines += [
+            "",
+            f"## Speed: sets at {len(LEVELS)} levels in one call",
+            "",
+            "Randomised APS at `alpha` in "
+            f"{np.round(LEVELS, 3).tolist()}: one fit and one "
+            "`predict_set(X, alpha=levels)` (each row sorted once) against one "
+            "fit and one `predict_set` per level; times in ms (median), **x** "
+            "the refit time over the one-call time; **same sets** whether the "
+            "two give identical arrays.",
+            "",
+            markdown_table(
+                ["n", "K", "one call ms", "refit per level ms", "x", "same sets"],
+                list(levels),
+            ),
+        ]
     return "\n".join(lines)
 
 
@@ -338,6 +412,7 @@ def main(argv=None):
     quality_rows, summary = quality(n_splits, args.quick)
     cases = QUICK_SPEED_CASES if args.quick else SPEED_CASES
     speed_rows = speed(cases, 2 if args.quick else args.repeat)
+    levels = levels_speed(cases, 2 if args.quick else args.repeat)
     command = (
         "python -m benchmarks.bench_conformal"
         + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
@@ -349,6 +424,7 @@ def main(argv=None):
         n_splits,
         time.perf_counter() - start,
         command,
+        levels,
     )
     path = _write(output_dir(args.out, args.quick) / "conformal.md", text)
     print(f"wrote {path}")

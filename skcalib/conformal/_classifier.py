@@ -1,7 +1,8 @@
-"""Split-conformal prediction sets: LAC and APS, marginal or class-conditional."""
+"""Split-conformal prediction sets (LAC, APS, RAPS, top-k), marginal or
+class-conditional, at one or several levels."""
 
 import warnings
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import clone
@@ -13,182 +14,30 @@ from skcalib._core.compat import HasMethods, Interval, StrOptions
 from skcalib._core.weights import check_count_weights
 from skcalib._core.xp import namespace
 from skcalib._core.xp_estimator import call_on_host
-from skcalib.conformal._quantile import _min_samples, conformal_quantile
+from skcalib.conformal._quantile import (
+    _min_samples,
+    check_alphas,
+    conformal_quantile,
+    quantiles_of_sorted,
+    sort_scores,
+)
+from skcalib.conformal._raps_tuning import resolve_raps
+from skcalib.conformal._scores import (  # re-exported: imported from here
+    RANDOMIZABLE,
+    aps_mass_above,
+    label_scores,
+    prediction_sets,
+    prediction_sets_many,
+    row_uniforms,
+)
 
 __all__ = ["ConformalClassifier"]
-
-#: Work arrays of the set computation hold at most this many cells per block.
-_BLOCK_CELLS = 1 << 20
-#: Constants of the SplitMix64 finaliser (Steele, Lea & Flood 2014).
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-
-
-# ------------------------------------------------------------------ algorithm
-def aps_mass_above(proba):
-    """Probability mass of the classes more probable than each class.
-
-    ``above[i, k] = sum of proba[i, j] over j with proba[i, j] > proba[i, k]``:
-    the classes are sorted once per row (descending), the sorted
-    probabilities summed cumulatively, and every class of a block of tied
-    probabilities gets the mass before the block (ties are treated alike,
-    whatever their column order). Sums run in the dtype of ``proba``, in the
-    sorted order.
-
-    Parameters
-    ----------
-    proba : ndarray of shape (n, K)
-
-    Returns
-    -------
-    above : ndarray of shape (n, K), dtype of ``proba``
-    """
-    n, k = proba.shape
-    order = np.argsort(proba, axis=1)[:, ::-1]  # descending; tie order irrelevant
-    sorted_p = np.take_along_axis(proba, order, axis=1)
-    before = np.zeros_like(sorted_p)
-    if k > 1:
-        np.cumsum(sorted_p[:, :-1], axis=1, out=before[:, 1:])
-        new_block = np.ones((n, k), dtype=bool)
-        np.not_equal(sorted_p[:, 1:], sorted_p[:, :-1], out=new_block[:, 1:])
-        if not new_block.all():
-            start = np.where(new_block, np.arange(k), 0)
-            np.maximum.accumulate(start, axis=1, out=start)
-            before = np.take_along_axis(before, start, axis=1)
-    above = np.empty_like(proba)
-    np.put_along_axis(above, order, before, axis=1)
-    return above
-
-
-def _mix64(h):
-    """SplitMix64 finaliser of a uint64 array (wraps modulo 2**64, no warning)."""
-    h = h + _GOLDEN
-    h = (h ^ (h >> np.uint64(30))) * _MIX1
-    h = (h ^ (h >> np.uint64(27))) * _MIX2
-    return h ^ (h >> np.uint64(31))
-
-
-def row_uniforms(proba, seed):
-    """One uniform on [0, 1) per row, a function of the seed and the row only.
-
-    The row's probabilities, rounded to float32 and read as bit patterns
-    (``-0.0`` read as ``0.0``), are folded into a 64-bit hash one column at
-    a time with the SplitMix64 finaliser, starting from the hashed ``seed``;
-    the top 53 bits of the hash are the uniform. A row therefore gets the
-    same uniform in every call and in any batch, equal rows get equal
-    uniforms, and so do rows that differ only by float64 rounding (1-D
-    binary scores and their two-column form give probabilities a few ulps
-    apart); for a random seed the uniforms of distinct rows behave as
-    independent U(0, 1) draws, independent of the labels.
-
-    Parameters
-    ----------
-    proba : ndarray of shape (n, K)
-    seed : int
-        Non-negative, below 2**63.
-
-    Returns
-    -------
-    u : ndarray of shape (n,), float64
-    """
-    bits = (
-        (np.ascontiguousarray(proba, dtype=np.float32) + np.float32(0.0))
-        .view(np.uint32)
-        .astype(np.uint64)
-    )
-    h = _mix64(np.full(bits.shape[0], seed, dtype=np.uint64))
-    for j in range(bits.shape[1]):  # a loop over columns, vectorised over rows
-        h = _mix64(h ^ bits[:, j])
-    return (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
-
-
-def _blocks(n, k):
-    step = max(1, _BLOCK_CELLS // max(k, 1))
-    return [slice(start, min(start + step, n)) for start in range(0, n, step)]
-
-
-def _sorted_mass(proba):
-    """Each row in decreasing order, and the mass before each position.
-
-    ``before[:, j]`` is the cumulative sum of the ``j`` largest probabilities,
-    added in that order: the same numbers as :func:`aps_mass_above` at the
-    first position of each block of ties.
-    """
-    desc = np.sort(proba, axis=1)[:, ::-1]
-    before = np.zeros(desc.shape, dtype=desc.dtype)
-    np.cumsum(desc[:, :-1], axis=1, out=before[:, 1:])
-    return desc, before
-
-
-def label_scores(proba, y, method, u=None):
-    """Nonconformity score of the class ``y[i]`` of every row.
-
-    LAC: ``1 - p_y``. APS: ``above_y + p_y`` (``above_y + u p_y`` when
-    randomised with uniforms ``u``), where ``above_y`` (the values of
-    :func:`aps_mass_above`) is read from the sorted row at the position of
-    the first class as probable as ``y``: no ``argsort`` is needed.
-    """
-    rows = np.arange(y.size)
-    if method == "lac":
-        return 1 - proba[rows, y]
-    dtype = proba.dtype if u is None else np.result_type(proba.dtype, np.float64)
-    out = np.empty(y.size, dtype=dtype)
-    for b in _blocks(y.size, proba.shape[1]):
-        p = proba[b]
-        r = rows[: p.shape[0]]
-        p_y = p[r, y[b]]
-        _, before = _sorted_mass(p)
-        above_y = before[r, np.count_nonzero(p > p_y[:, None], axis=1)]
-        out[b] = above_y + (p_y if u is None else u[b] * p_y)
-    return out
-
-
-def prediction_sets(proba, method, threshold, u=None, include_top=False):
-    """Boolean ``(n, K)`` prediction sets from probabilities and thresholds.
-
-    ``threshold`` is a float (marginal) or an array of shape (K,) (one per
-    class). LAC: ``1 - p_k <= t_k``. Non-randomised APS: ``above_k < t_k``
-    (the classes are added in decreasing probability up to and including the
-    one whose cumulative mass reaches ``t``). Randomised APS:
-    ``above_k + u p_k <= t_k``.
-
-    With one threshold the APS score grows along each sorted row (also in
-    floating point, and constant over a block of ties), so the classes that
-    pass are those at least as probable as the last sorted position that
-    passes: one ``sort`` per row, no ``argsort``. Per-class thresholds need
-    the score of every class (:func:`aps_mass_above`).
-    """
-    n, k = proba.shape
-    sets = np.empty((n, k), dtype=bool)
-    marginal = np.ndim(threshold) == 0
-    for b in _blocks(n, k):
-        p = proba[b]
-        if method == "lac":
-            np.less_equal(1 - p, threshold, out=sets[b])
-        elif marginal:
-            desc, before = _sorted_mass(p)
-            if u is None:
-                passed = before < threshold
-            else:
-                passed = before + u[b, None] * desc <= threshold
-            m = np.count_nonzero(passed, axis=1)
-            last = desc[np.arange(p.shape[0]), np.maximum(m - 1, 0)]
-            cutoff = np.where(m > 0, last, np.inf)
-            np.greater_equal(p, cutoff[:, None], out=sets[b])
-        elif u is None:
-            np.less(aps_mass_above(p), threshold, out=sets[b])
-        else:
-            score = aps_mass_above(p) + u[b, None] * p
-            np.less_equal(score, threshold, out=sets[b])
-    if include_top:
-        sets[np.arange(n), np.argmax(proba, axis=1)] = True
-    return sets
+_REEXPORTS = (aps_mass_above, conformal_quantile, label_scores, prediction_sets)
 
 
 # ------------------------------------------------------------------ estimator
 class ConformalClassifier(BaseCalibrator):
-    """Split-conformal prediction sets with a coverage guarantee (LAC or APS).
+    """Split-conformal prediction sets with a coverage guarantee.
 
     Fitted on a calibration set that the model was not trained on, it returns
     for each new sample a set of classes (:meth:`predict_set`) that contains
@@ -225,15 +74,46 @@ class ConformalClassifier(BaseCalibrator):
         softmax of logits, or the probabilities as given. It is fitted on the
         same samples as the threshold, which makes the guarantee approximate
         (see Notes).
-    method : {"lac", "aps"}, default="lac"
+    method : {"lac", "aps", "raps", "top_k"}, default="lac"
         Nonconformity score. ``"lac"`` (least ambiguous set-valued
         classifier): ``1 - p_y``; gives the smallest sets on average, can
         give empty sets. ``"aps"`` (adaptive prediction sets): the mass of the
         classes more probable than ``y``, plus ``p_y``; larger sets on hard
-        samples, smaller on easy ones, never empty unless randomised.
+        samples, smaller on easy ones, never empty unless randomised or
+        ``include_last_label=False``. ``"raps"`` (regularised APS): the APS
+        score plus ``lam * max(rank_y - k_reg, 0)``, which penalises long
+        tails of unlikely classes (smaller, more stable sets than APS).
+        ``"top_k"``: the rank of ``y`` among the classes (1 = most
+        probable); every set holds the same number :math:`\\hat k` of most
+        probable classes.
     alpha : float in (0, 1), default=0.1
         Miscoverage level: sets contain the true class with probability at
-        least ``1 - alpha``.
+        least ``1 - alpha``. :meth:`predict_set` can give the sets of other
+        levels too (``alpha=`` there).
+    k_reg : int >= 0 or "auto", default="auto"
+        RAPS only: the rank from which the penalty applies (classes ranked
+        ``k_reg`` or better are not penalised). ``"auto"``: chosen on a
+        tuning split of the calibration data (``tuning_size``) as the top-k
+        set size at ``alpha`` (see Notes, *Choosing k_reg and lam*).
+    lam : float >= 0 or "auto", default="auto"
+        RAPS only: the penalty per rank beyond ``k_reg`` (:math:`\\lambda`
+        of Angelopoulos et al. 2021). ``"auto"``: the value of
+        ``(0.001, 0.01, 0.1, 0.2, 0.5)`` with the smallest mean set size on
+        the tuning split. ``lam=0`` is APS.
+    tuning_size : float in (0, 1), default=0.2
+        RAPS with ``k_reg="auto"`` or ``lam="auto"``: the fraction of the
+        calibration rows (drawn at random with ``random_state``) used to
+        choose them; the threshold is computed on the other rows only, so
+        the guarantee stays exact with ``n`` the number of those rows.
+    include_last_label : bool, default=True
+        Non-randomised APS and RAPS: whether a set includes the class whose
+        cumulative score crosses the threshold. ``True`` (Romano et al.
+        2020): never empty, conservative (coverage often well above
+        ``1 - alpha``). ``False`` (MAPIE's ``include_last_label=False``):
+        only the classes whose own score is within the threshold, the plain
+        conformal set of the score; coverage ``>= 1 - alpha`` still holds
+        (and ``<= 1 - alpha + 1 / (n + 1)`` without tied scores), sets are
+        smaller and can be empty (see ``include_top``).
     class_conditional : bool, default=False
         Mondrian conformal prediction: one threshold per class, fitted on the
         calibration samples of that class, for coverage ``>= 1 - alpha``
@@ -241,22 +121,25 @@ class ConformalClassifier(BaseCalibrator):
         calibration samples (weighted count; 9 at ``alpha=0.1``) has an
         infinite threshold and is in every set (with a warning).
     randomized : bool, default=False
-        APS only: randomised APS scores ``above_y + u p_y`` with ``u`` uniform
-        on [0, 1], for coverage at most ``1 - alpha + 1 / (n + 1)`` (exact on
-        average) instead of the conservative non-randomised sets; recommended
-        for confident models, whose non-randomised APS sets are very large
-        (see Notes). Sets can then be empty (see ``include_top``). The
-        uniform of a row depends only on ``random_state`` and the row's
-        probabilities (see Notes, *Randomised sets*).
+        APS and RAPS only: randomised scores ``above_y + u p_y`` (plus the
+        RAPS penalty) with ``u`` uniform on [0, 1], for coverage at most ``1 -
+        alpha + 1 / (n + 1)`` (exact on average) instead of the conservative
+        non-randomised sets; recommended for confident models, whose
+        non-randomised APS sets are very large (see Notes). Sets can then be
+        empty (see ``include_top``). The uniform of a row depends only on
+        ``random_state`` and the row's probabilities (see Notes,
+        *Randomised sets*).
     include_top : bool, default=False
         Add the most probable class to every set, so that no set is empty.
         Coverage can only grow (the lower bound holds; the upper bound of
-        randomised APS does not). Non-randomised APS sets always contain it.
+        randomised APS does not). Non-randomised APS and RAPS sets with
+        ``include_last_label=True`` always contain it.
     random_state : int, RandomState instance or None, default=None
-        ``randomized=True`` only: draws, at fit, the seed from which the
-        uniform of every calibration and test row is derived. Deterministic
-        given an int (or a ``RandomState`` in the same state); ``None``
-        draws a fresh seed at each fit.
+        ``randomized=True``: draws, at fit, the seed from which the uniform
+        of every calibration and test row is derived; RAPS with ``"auto"``
+        parameters: then draws the tuning split. Deterministic given an int
+        (or a ``RandomState`` in the same state); ``None`` draws afresh at
+        each fit.
     score_type : {"auto", "logit", "probability"}, default="auto"
         What raw ``X`` holds; see :class:`~skcalib._base.BaseCalibrator`.
     response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
@@ -272,8 +155,16 @@ class ConformalClassifier(BaseCalibrator):
         The fitted clone of ``calibrator``.
     threshold_ : float or ndarray of shape (n_classes,)
         The conformal threshold :math:`\\hat q` of the nonconformity scores
-        (one per class with ``class_conditional=True``); ``inf`` where there
-        were too few calibration samples (full sets).
+        (one per class with ``class_conditional=True``) at ``alpha``; ``inf``
+        where there were too few calibration samples (full sets).
+    k_reg_ : int
+        RAPS only: the ``k_reg`` used (chosen on the tuning split when
+        ``k_reg="auto"``).
+    lam_ : float
+        RAPS only: the ``lam`` used.
+    n_tuning_ : int
+        RAPS only: the number of calibration rows set aside to choose
+        ``k_reg`` and ``lam`` (0 when both are given).
     n_features_in_ : int
         Number of columns of ``X`` seen at fit (2-D input).
     feature_names_in_ : ndarray of shape (``n_features_in_``,)
@@ -302,7 +193,41 @@ class ConformalClassifier(BaseCalibrator):
       column order;
     * randomised APS: :math:`s(x, y, u) = m_y(x) + u\\,p_y(x)`, :math:`u
       \\sim U(0, 1)` drawn per sample (one for all classes of a sample), and
-      :math:`C(x) = \\{k : m_k(x) + u\\,p_k(x) \\le \\hat q\\}`.
+      :math:`C(x) = \\{k : m_k(x) + u\\,p_k(x) \\le \\hat q\\}`;
+    * RAPS (Angelopoulos, Bates, Malik & Jordan 2021): with :math:`o_y(x) = 1
+      + |\\{j : p_j(x) > p_y(x)\\}|` the rank of :math:`y`, the APS score
+      plus :math:`\\lambda\\,(o_y(x) - k_{reg})^+`; the sets are those of APS
+      with the penalty added to the cumulative mass (the crossing class is
+      in when :math:`m_k + \\lambda (o_k - 1 - k_{reg})^+ < \\hat q`);
+    * top-k: :math:`s(x, y) = o_y(x)`; :math:`C(x)` holds the
+      :math:`\\hat k = \\lfloor \\hat q \\rfloor` most probable classes
+      (more when probabilities tie), the same number for every input.
+
+    **The last label** (``include_last_label=False``, non-randomised APS and
+    RAPS): :math:`C(x) = \\{k : s(x, k) \\le \\hat q\\}` without the classes
+    that add no mass at the threshold. Since :math:`Y \\in C(X)` exactly when
+    the test score is at most :math:`\\hat q` (but in that degenerate case),
+    coverage is :math:`\\ge 1 - \\alpha` and, without tied scores,
+    :math:`\\le 1 - \\alpha + 1 / (n + 1)`; the default sets add the class
+    that crosses :math:`\\hat q` and over-cover. MAPIE computes its threshold
+    from randomised scores and then drops the last label, which can
+    under-cover; skcalib's threshold comes from the same scores as the sets.
+
+    **Choosing k_reg and lam** (``"auto"``, the procedure of Angelopoulos et
+    al. 2021): a random ``tuning_size`` share of the calibration rows is set
+    aside; ``k_reg`` is the top-k set size of those rows at ``alpha`` (the
+    :math:`\\lceil (n_t + 1)(1 - \\alpha) \\rceil`-th smallest rank of the true
+    label, as MAPIE does); ``lam`` is the value of (0.001, 0.01, 0.1, 0.2,
+    0.5) whose RAPS sets on those rows are smallest on average. The threshold
+    uses the other rows only, so the guarantee is exact with :math:`n` their
+    number (``n_tuning_`` rows are spent on tuning).
+
+    **Several levels.** The sorted calibration scores are kept at fit; the
+    threshold at any level is read from them, and ``predict_set(X,
+    alpha=[...])`` sorts each row once for all levels. Thresholds do not
+    increase with ``alpha`` and the sets grow with the threshold, so sets
+    are nested; per-class thresholds (``class_conditional=True``) are read
+    per level and class alike.
 
     **Threshold.** With calibration scores :math:`s_1, \\ldots, s_n`,
     :math:`\\hat q` is the :math:`\\lceil (n + 1)(1 - \\alpha) \\rceil`-th
@@ -331,8 +256,8 @@ class ConformalClassifier(BaseCalibrator):
     itself within a hair of 1 and a set keeps adding classes until nearly all
     the mass is in: on a WideResNet for CIFAR-10 (91% accuracy,
     ``alpha=0.1``) non-randomised APS covers 99.99% of test images with 7
-    classes per set on average, randomised APS 90% with 1.1 (see
-    ``benchmarks/results/conformal.md``).
+    classes per set on average, randomised APS 90% with 1.1 (skcalib's
+    conformal benchmark).
 
     **Empty sets.** LAC and randomised APS sets can be empty (no class is
     plausible enough); this is part of the method and of its exact coverage.
@@ -351,9 +276,9 @@ class ConformalClassifier(BaseCalibrator):
     **Randomised sets: the randomness contract.** At fit one seed is drawn
     from ``random_state``. The uniform :math:`u` of a row, at fit and in
     :meth:`predict_set` alike, is a hash of that seed and of the row's
-    probabilities :math:`p(x)` (their float64 bits, see
-    ``row_uniforms`` in this module); nothing else enters it. So a row gets the same
-    :math:`u`, hence the same set, whether it is predicted alone, in any
+    probabilities :math:`p(x)` (their bits in float32, see ``row_uniforms``
+    in ``skcalib.conformal._scores``); nothing else enters it. So a row gets
+    the same :math:`u`, hence the same set, whether it is predicted alone, in any
     batch or at any position, repeated calls give the same sets,
     :meth:`predict_set` changes no state, and the coverage of a test set
     does not depend on how its rows are batched. Over the random seed the
@@ -392,13 +317,25 @@ class ConformalClassifier(BaseCalibrator):
     >>> cp.predict_set([[0.5, 0.4, 0.1], [0.1, 0.1, 0.8]])
     array([[ True,  True, False],
            [False, False,  True]])
+
+    Several levels from the same fit (columns: levels; at ``alpha=0.5`` the
+    threshold is the 4th smallest score, 0.4):
+
+    >>> cp.predict_set([[0.5, 0.4, 0.1]], alpha=[0.3, 0.5])[0]
+    array([[ True, False],
+           [ True, False],
+           [False, False]])
     """
 
     _parameter_constraints: dict = {
         **BaseCalibrator._parameter_constraints,
         "calibrator": [HasMethods(["fit", "predict_proba"]), None],
-        "method": [StrOptions({"lac", "aps"})],
+        "method": [StrOptions({"lac", "aps", "raps", "top_k"})],
         "alpha": [Interval(Real, 0, 1, closed="neither")],
+        "k_reg": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
+        "lam": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+        "tuning_size": [Interval(Real, 0, 1, closed="neither")],
+        "include_last_label": ["boolean"],
         "class_conditional": ["boolean"],
         "randomized": ["boolean"],
         "include_top": ["boolean"],
@@ -416,6 +353,10 @@ class ConformalClassifier(BaseCalibrator):
         calibrator=None,
         method="lac",
         alpha=0.1,
+        k_reg="auto",
+        lam="auto",
+        tuning_size=0.2,
+        include_last_label=True,
         class_conditional=False,
         randomized=False,
         include_top=False,
@@ -427,6 +368,10 @@ class ConformalClassifier(BaseCalibrator):
         self.calibrator = calibrator
         self.method = method
         self.alpha = alpha
+        self.k_reg = k_reg
+        self.lam = lam
+        self.tuning_size = tuning_size
+        self.include_last_label = include_last_label
         self.class_conditional = class_conditional
         self.randomized = randomized
         self.include_top = include_top
@@ -474,24 +419,61 @@ class ConformalClassifier(BaseCalibrator):
         return np.asarray(proba).astype(scores.dtype, copy=False)
 
     # ---------------------------------------------------------------- fitting
-    def _fit(self, scores, y, sample_weight):
-        check_count_weights(sample_weight, type(self).__name__)
-        if self.randomized and self.method != "aps":
+    def _check_set_options(self):
+        if self.randomized and self.method not in RANDOMIZABLE:
             raise ValueError(
-                f"randomized=True applies to method='aps' only, got "
+                f"randomized=True applies to method='aps' or 'raps' only, got "
                 f"method={self.method!r}."
             )
+        if not self.include_last_label and self.method not in RANDOMIZABLE:
+            raise ValueError(
+                f"include_last_label=False applies to method='aps' or 'raps' "
+                f"only, got method={self.method!r}."
+            )
+        if not self.include_last_label and self.randomized:
+            raise ValueError(
+                "include_last_label=False applies to non-randomised sets; with "
+                "randomized=True the last label is kept or dropped at random."
+            )
+
+    def _score_params(self):
+        """Keyword arguments of ``label_scores`` and ``prediction_sets``."""
+        params = {"include_last_label": self.include_last_label}
+        if self.method == "raps":
+            params.update(k_reg=self.k_reg_, lam=self.lam_)
+        return params
+
+    def _fit(self, scores, y, sample_weight):
+        check_count_weights(sample_weight, type(self).__name__)
+        self._check_set_options()
         self.calibrator_ = self._fit_calibrator(scores, y, sample_weight)
         proba = self._predict_proba(scores)
+        rng = check_random_state(self.random_state)
         u = None
         self._set_seed = None  # the seed of the rows' uniforms, if any
         if self.randomized:
-            rng = check_random_state(self.random_state)
             self._set_seed = int(rng.randint(np.iinfo(np.int32).max))
             u = row_uniforms(proba, self._set_seed)
-        s = label_scores(proba, y, self.method, u)
+        if self.method == "raps":
+            self.k_reg_, self.lam_, cal = resolve_raps(
+                self, proba, y, u, sample_weight, rng
+            )
+            self.n_tuning_ = y.size - cal.size
+            proba, y = proba[cal], y[cal]
+            u = None if u is None else u[cal]
+            sample_weight = None if sample_weight is None else sample_weight[cal]
+        s = label_scores(proba, y, self.method, u, **self._score_params())
+        groups = [slice(None)]
+        if self.class_conditional:
+            groups = [y == k for k in range(len(self.classes_))]
+        # sorted scores and cumulative weights: the threshold at any level
+        self._calibration_scores = [
+            sort_scores(s[g], None if sample_weight is None else sample_weight[g])
+            for g in groups
+        ]
+        thresholds = self._thresholds(np.array([self.alpha]))[0]
         if not self.class_conditional:
-            self.threshold_ = conformal_quantile(s, self.alpha, sample_weight)
+            self.threshold_ = float(thresholds)
             if np.isinf(self.threshold_):
                 warnings.warn(
                     f"alpha={self.alpha} needs at least "
@@ -502,53 +484,99 @@ class ConformalClassifier(BaseCalibrator):
                     stacklevel=4,
                 )
             return
-        thresholds = np.empty(len(self.classes_))
-        for k in range(thresholds.size):
-            mask = y == k
-            w = None if sample_weight is None else sample_weight[mask]
-            thresholds[k] = conformal_quantile(s[mask], self.alpha, w)
+        self._warn_full_classes(thresholds, self.alpha, stacklevel=5)
+        self.threshold_ = thresholds
+
+    def _thresholds(self, alphas):
+        """Thresholds at levels ``alphas``: ``(m,)``, or ``(m, K)`` per class."""
+        per_group = [quantiles_of_sorted(*g, alphas) for g in self._calibration_scores]
+        if not self.class_conditional:
+            return per_group[0]
+        return np.stack(per_group, axis=1)
+
+    def _warn_full_classes(self, thresholds, alpha, stacklevel):
         full = np.flatnonzero(np.isinf(thresholds))
         if full.size:
             warnings.warn(
                 f"Classes {self.classes_[full].tolist()} have fewer than "
-                f"{_min_samples(self.alpha)} calibration samples (weighted) at "
-                f"alpha={self.alpha}: their threshold is infinite and they are in "
+                f"{_min_samples(alpha)} calibration samples (weighted) at "
+                f"alpha={alpha}: their threshold is infinite and they are in "
                 "every prediction set.",
                 UserWarning,
-                stacklevel=4,
+                stacklevel=stacklevel,
             )
-        self.threshold_ = thresholds
 
     # ------------------------------------------------------------- prediction
-    def predict_set(self, X):
-        """Conformal prediction sets.
+    def predict_set(self, X, alpha=None):
+        """Conformal prediction sets, at the fitted level or at several.
 
         Parameters
         ----------
         X : array-like
             Raw scores (raw-score mode) or features (wrapper mode), as in
             :meth:`fit`.
+        alpha : None, float in (0, 1) or array-like of shape (n_alpha,), \
+                default=None
+            Miscoverage level(s). ``None``: the fitted ``alpha`` (the sets of
+            ``threshold_``). A float: the sets at that level, from the same
+            calibration scores (no refit). A list of strictly increasing
+            floats in (0, 1): the sets at every level, sorting each row once;
+            the set of a larger ``alpha`` is a subset of the set of a
+            smaller one (nested sets). With ``method="raps"`` and ``"auto"``
+            parameters, ``k_reg_`` and ``lam_`` were chosen at the fitted
+            ``alpha`` and serve every level.
 
         Returns
         -------
-        sets : ndarray of shape (n_samples, n_classes), dtype=bool
-            ``sets[i, k]`` is True when ``classes_[k]`` is in the set of
-            sample ``i``. Set sizes are ``sets.sum(axis=1)``. The set of a
+        sets : ndarray of shape (n_samples, n_classes) or \
+                (n_samples, n_classes, n_alpha), dtype=bool
+            ``sets[i, k]`` (``sets[i, k, a]`` for a list of levels) is True
+            when ``classes_[k]`` is in the set of sample ``i`` (at level
+            ``alpha[a]``). Set sizes are ``sets.sum(axis=1)``. The set of a
             row does not depend on the other rows of ``X`` (with
             ``randomized=True`` too: its uniform is a function of
             ``random_state`` and the row, see Notes).
         """
         check_is_fitted(self)
         if namespace(X) is not None:  # sets on the host, returned on the device
-            return call_on_host(self, "predict_set", X)
+            return call_on_host(self, "predict_set", X, alpha)
+        alphas, scalar = check_alphas(self.alpha if alpha is None else alpha)
+        if alpha is None:
+            thresholds = np.asarray(self.threshold_, dtype=np.float64)[None]
+        else:
+            thresholds = self._thresholds(alphas)
+            self._warn_infinite(thresholds, alphas)
         scores = self._scores(*self._raw_scores(X, reset=False), reset=False)
         proba = self._predict_proba(scores)
         u = None
         if self._set_seed is not None:
             u = row_uniforms(proba, self._set_seed)
-        return prediction_sets(
-            proba, self.method, self.threshold_, u, include_top=self.include_top
+        sets = prediction_sets_many(
+            proba,
+            self.method,
+            thresholds,
+            u,
+            include_top=self.include_top,
+            **self._score_params(),
         )
+        return sets[:, :, 0] if scalar else sets
+
+    def _warn_infinite(self, thresholds, alphas):
+        """Warn for the levels (other than the fitted one) without a finite
+        threshold: their sets hold every class (or every such class)."""
+        for a, alpha in enumerate(alphas):
+            if alpha == self.alpha or not np.isinf(thresholds[a]).any():
+                continue
+            if self.class_conditional:
+                self._warn_full_classes(thresholds[a], alpha, stacklevel=4)
+            else:
+                warnings.warn(
+                    f"alpha={alpha} needs at least {_min_samples(alpha)} "
+                    "calibration samples (weighted): the threshold is infinite "
+                    "and every prediction set at that level holds every class.",
+                    UserWarning,
+                    stacklevel=3,
+                )
 
 
 def _count(y, sample_weight):

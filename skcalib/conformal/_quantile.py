@@ -38,23 +38,53 @@ def conformal_quantile(scores, alpha, sample_weight=None):
         (:math:`(n + 1)(1 - \\alpha) > n`, i.e. :math:`n < (1 - \\alpha) /
         \\alpha`): too few samples for any finite threshold.
     """
-    if sample_weight is not None:
-        keep = sample_weight > 0
-        scores, weight = scores[keep], sample_weight[keep]
-    if scores.size == 0:
-        return np.inf
+    return float(quantiles_of_sorted(*sort_scores(scores, sample_weight), [alpha])[0])
+
+
+def sort_scores(scores, sample_weight=None):
+    """Calibration scores in increasing order and their cumulative weights.
+
+    What :func:`quantiles_of_sorted` needs for the threshold at any level;
+    rows of weight 0 are dropped. Unweighted, the cumulative weights are
+    ``1, 2, ..., n``.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n,)
+    sample_weight : ndarray of shape (n,) or None
+
+    Returns
+    -------
+    sorted_scores : ndarray of shape (n_kept,)
+    cum_weight : ndarray of shape (n_kept,), float64
+    """
     if sample_weight is None:
-        k = _rank(alpha, scores.size)
-        if k > scores.size:
-            return np.inf
-        return float(np.partition(scores, k - 1)[k - 1])
+        return np.sort(scores), np.arange(1.0, scores.size + 1.0)
+    keep = sample_weight > 0
+    scores, weight = scores[keep], sample_weight[keep]
     order = np.argsort(scores, kind="stable")
-    cum = np.cumsum(weight[order], dtype=np.float64)
-    level = (1.0 - alpha) * (cum[-1] + 1.0)
-    k = int(np.searchsorted(cum, level - _LEVEL_RTOL * level, side="left"))
-    if k >= cum.size:
-        return np.inf
-    return float(scores[order[k]])
+    return scores[order], np.cumsum(weight[order], dtype=np.float64)
+
+
+def quantiles_of_sorted(sorted_scores, cum_weight, alphas):
+    """Split-conformal thresholds at several levels, from :func:`sort_scores`.
+
+    For each ``alpha`` the first sorted score whose cumulative weight reaches
+    :math:`(1 - \\alpha)(W + 1)` (up to the slack :data:`_LEVEL_RTOL`),
+    ``inf`` when none does. Non-increasing in ``alpha``, so the sets of a
+    larger ``alpha`` are subsets of those of a smaller one.
+
+    Returns
+    -------
+    thresholds : ndarray of shape (len(alphas),), float64
+    """
+    alphas = np.asarray(alphas, dtype=np.float64)
+    if sorted_scores.size == 0:
+        return np.full(alphas.shape, np.inf)
+    level = (1.0 - alphas) * (cum_weight[-1] + 1.0)
+    k = np.searchsorted(cum_weight, level - _LEVEL_RTOL * level, side="left")
+    values = sorted_scores[np.minimum(k, sorted_scores.size - 1)].astype(np.float64)
+    return np.where(k < sorted_scores.size, values, np.inf)
 
 
 def _rank(alpha, n):
@@ -69,3 +99,54 @@ def _min_samples(alpha):
     while _rank(alpha, n) > n:
         n += 1
     return n
+
+
+def check_alphas(alpha):
+    """Levels of :meth:`ConformalClassifier.predict_set`: a float in (0, 1),
+    or a non-empty 1-D list of strictly increasing floats in (0, 1).
+
+    Returns
+    -------
+    alphas : ndarray of shape (m,), float64
+    scalar : bool
+        Whether ``alpha`` was one number (sets of shape ``(n, K)`` rather
+        than ``(n, K, m)``).
+    """
+    if np.ndim(alpha) == 0:
+        try:
+            value = float(alpha)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"alpha must be a float in (0, 1) or a list of them, got {alpha!r}."
+            ) from None
+        if not 0.0 < value < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha!r}.")
+        return np.array([value]), True
+    try:
+        alphas = np.asarray(alpha, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"alpha must be a float in (0, 1) or a list of them, got {alpha!r}."
+        ) from None
+    if alphas.ndim != 1:
+        raise ValueError(
+            f"alpha must be a float or a 1-D list of floats, got an array of "
+            f"shape {alphas.shape}."
+        )
+    if alphas.size == 0:
+        raise ValueError("alpha is an empty list: give at least one level in (0, 1).")
+    bad = np.flatnonzero(~((alphas > 0.0) & (alphas < 1.0)))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"alpha must be in (0, 1), got {float(alphas[i])!r} at position {i} of "
+            f"{alphas.tolist()}."
+        )
+    down = np.flatnonzero(np.diff(alphas) <= 0.0)
+    if down.size:
+        i = int(down[0]) + 1
+        raise ValueError(
+            f"alpha levels must be strictly increasing, got {float(alphas[i])!r} after "
+            f"{float(alphas[i - 1])!r} (position {i} of {alphas.tolist()})."
+        )
+    return alphas, False
