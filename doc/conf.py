@@ -4,9 +4,9 @@ Build (offline, warnings are errors)::
 
     python -m sphinx -W --keep-going -b html doc doc/_build/html
 
-The gallery (``../examples/plot_*.py``) is executed during the build. Examples
-that read the shared prediction files (``<repo>/../shared/data``) or need a
-module that is not there yet are shown without being run.
+The gallery (``../examples/plot_*.py``) is executed during the build, on the
+data shipped in the package (``skcalib.datasets``). Maths is rendered by a
+bundled MathJax (``sphinx-mathjax-offline``): the site needs no network.
 """
 
 import importlib.util
@@ -19,8 +19,6 @@ from pathlib import Path
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 DOC_DIR = Path(__file__).resolve().parent
-REPO_DIR = DOC_DIR.parent
-SHARED_DATA_DIR = REPO_DIR.parent / "shared" / "data"
 sys.path.insert(0, str(DOC_DIR / "_ext"))
 
 import skcalib  # noqa: E402
@@ -37,6 +35,9 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    # a copy of MathJax in _static/mathjax, used instead of a CDN
+    "sphinx-mathjax-offline",
+    "sphinx_copybutton",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
     "myst_parser",
@@ -51,12 +52,18 @@ templates_path = ["_templates"]
 # the two section files are included by user_guide/binning_free.rst
 exclude_patterns = [
     "_build",
+    # left by earlier builds; not written any more (write_computation_times)
+    "sg_execution_times.rst",
+    "auto_examples/sg_execution_times.rst",
     "_templates",
     "_api_datasets.rst",
     "user_guide/binning_free_smooth.rst",
     "user_guide/binning_free_tests.rst",
 ]
 default_role = "literal"
+# "On this page" of an API page lists from_estimator(), not
+# ReliabilityDisplay.from_estimator() (which the sidebar has to wrap)
+toc_object_entries_show_parents = "hide"
 pygments_style = "sphinx"
 # Curly quotes and ellipses, but keep "--" as typed (command-line options in
 # the included benchmark report).
@@ -96,22 +103,19 @@ def _skip_foreign_members(app, what, name, obj, skip, options):
 
 
 # -- Gallery ----------------------------------------------------------------
-#: Gallery examples that need something outside the package, and whether it
-#: is there.
+#: Gallery examples that need a module that may not be there yet, and whether
+#: it is.
 EXAMPLE_NEEDS_MET = {
-    "plot_reliability_cifar100.py": (
-        SHARED_DATA_DIR / "netcal" / "densenet-bc-100-cifar-100.npz"
-    ).is_file(),
     "plot_compare_calibrators.py": HAVE_DATASETS,
+    "plot_reliability_cifar10.py": HAVE_DATASETS,
 }
 
 
 def _runnable_examples():
     """The regex of the examples to execute (sphinx-gallery's filename_pattern).
 
-    An example whose needs are not met (the shared prediction files next to
-    the repository, a module not written yet) is still rendered, with its
-    code, but not run.
+    An example whose needs are not met (a module not written yet) is still
+    rendered, with its code, but not run.
     """
     skipped = sorted(name for name, ok in EXAMPLE_NEEDS_MET.items() if not ok)
     if not skipped:
@@ -132,10 +136,21 @@ sphinx_gallery_conf = {
     "remove_config_comments": True,
     "show_memory": False,
     "min_reported_time": 1,
-    "image_scrapers": ("matplotlib",),
+    # matplotlib's scraper at 150 dpi (skcalib_docs.GALLERY_DPI)
+    "image_scrapers": ("skcalib_docs.gallery_scraper",),
     "matplotlib_animations": False,
     "show_signature": False,
+    # the execution-times pages load jQuery and DataTables from a CDN
+    "write_computation_times": False,
 }
+
+# -- Copy button --------------------------------------------------------------
+# Code blocks only: not what a runblock or an example printed, nor prompts.
+copybutton_selector = (
+    "div:not(.runblock-output):not(.sphx-glr-script-out) > div.highlight pre"
+)
+copybutton_prompt_text = r">>> |\.\.\. |\$ "
+copybutton_prompt_is_regexp = True
 
 # -- HTML -------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
@@ -150,6 +165,9 @@ html_theme_options = {
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }
+# an explicit default colour mode: with none the theme logs a console error
+# ("Got invalid theme mode") on a reader's first visit
+html_context = {"default_mode": "auto"}
 html_sidebars = {"index": [], "getting_started": [], "changelog": []}
 html_show_sourcelink = False
 html_copy_source = False

@@ -90,7 +90,8 @@ for name, model in models.items():
 # ``kind="classwise"`` (which for two classes selects the positive class).
 # The ECE in the legend is that of the curve drawn. ``from_estimator`` works
 # with the classifier and the calibrators alike; passing ``ax=`` overlays the
-# displays on one axes, and the histogram panel below is shared.
+# displays on one axes, and the histogram panel below is shared. The error
+# bars are each bin's 95% Wilson interval for its fraction of positives.
 fig, ax = plt.subplots(figsize=(6.4, 6.4))
 for name, model in models.items():
     disp = ReliabilityDisplay.from_estimator(
@@ -101,6 +102,7 @@ for name, model in models.items():
         name=name,
         ax=ax,
         show_histogram=True,
+        show_intervals=True,
     )
 ax.set_title("Gaussian naive Bayes, 10 000 test samples")
 plt.show()

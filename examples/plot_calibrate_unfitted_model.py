@@ -112,11 +112,18 @@ for i, pair in enumerate(auto_model.calibrated_classifiers_):
 # %%
 # Reliability diagrams
 # --------------------
-# Confidence (top-1 probability) against accuracy, on the test half.
+# Confidence (top-1 probability) against accuracy, on the test half, with
+# each bin's 95% Wilson interval for its accuracy.
 fig, ax = plt.subplots(figsize=(6.4, 6.4))
 for name in ("GaussianNB", "+ temperature", "+ AutoCalibrator"):
     ReliabilityDisplay.from_estimator(
-        models[name], X_test, y_test, name=name, ax=ax, show_histogram=True
+        models[name],
+        X_test,
+        y_test,
+        name=name,
+        ax=ax,
+        show_histogram=True,
+        show_intervals=True,
     )
 ax.set_title("Gaussian naive Bayes, 3 classes, 10 000 test samples")
 plt.show()

@@ -101,7 +101,8 @@ for name, p in results.items():
 # Two panels, each with the uncalibrated network for reference: the scaling
 # methods on the left, the non-parametric ones on the right. Each display is
 # drawn on the panel's axes (``ax=``); displays on the same axes share the
-# diagonal and the confidence histogram below.
+# diagonal and the confidence histogram below. The error bars are each bin's
+# 95% Wilson interval for its accuracy: wide where a bin holds few images.
 fig, axes = plt.subplots(1, 2, figsize=(10, 5.8), sharey=True)
 panels = {
     "Scaling": ("temperature", "Platt"),
@@ -110,7 +111,12 @@ panels = {
 for ax, (title, names) in zip(axes, panels.items(), strict=True):
     for name in ("uncalibrated", *names):
         disp = ReliabilityDisplay.from_predictions(
-            y_test, results[name], name=name, ax=ax, show_histogram=True
+            y_test,
+            results[name],
+            name=name,
+            ax=ax,
+            show_histogram=True,
+            show_intervals=True,
         )
     ax.set_title(title)
     ax.legend(loc="upper left", fontsize="x-small")  # the empty corner

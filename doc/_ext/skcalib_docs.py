@@ -15,7 +15,8 @@
   that fit in chunks and on Dask arrays, read from the code when the page is
   built (:func:`skcalib._base.chunk_capable_names`), so the page cannot
   drift from it.
-* :class:`ExampleOrder` sorts the gallery in reading order.
+* :class:`ExampleOrder` sorts the gallery in reading order, and
+  :func:`gallery_scraper` saves its figures at :data:`GALLERY_DPI`.
 """
 
 import contextlib
@@ -27,6 +28,7 @@ import traceback
 import warnings
 from pathlib import Path
 
+from _runblock_check import ShownNames, initial_namespace, message
 from docutils import nodes
 from docutils.parsers.rst import directives
 from docutils.statemachine import StringList
@@ -43,7 +45,7 @@ EXAMPLE_ORDER = [
     "plot_calibrate_unfitted_model.py",
     "plot_compare_calibrators.py",
     "plot_tune_n_bins.py",
-    "plot_reliability_cifar100.py",
+    "plot_reliability_cifar10.py",
     "plot_report_command.py",
     "plot_conformal_prediction_sets.py",
 ]
@@ -65,6 +67,18 @@ class ExampleOrder:
         return (len(EXAMPLE_ORDER), name)
 
 
+#: Resolution of the gallery's figures.
+GALLERY_DPI = 150
+
+
+def gallery_scraper(block, block_vars, gallery_conf, **kwargs):
+    """sphinx-gallery's matplotlib scraper, saving at :data:`GALLERY_DPI`."""
+    from sphinx_gallery.scrapers import matplotlib_scraper
+
+    kwargs.setdefault("dpi", GALLERY_DPI)
+    return matplotlib_scraper(block, block_vars, gallery_conf, **kwargs)
+
+
 #: Longest code or output line of a runblock that fits the page width of the
 #: theme (a longer line is a build warning).
 MAX_LINE = 74
@@ -72,10 +86,13 @@ MAX_LINE = 74
 #: Namespace of the runblocks of each page being read; dropped when the page
 #: has been read (it may hold anything, and doctrees are pickled).
 _NAMESPACES = {}
+#: The names the shown runblocks of each page being read have bound.
+_SHOWN_NAMES = {}
 
 
 def _drop_namespace(app, doctree):
     _NAMESPACES.pop(app.env.docname, None)
+    _SHOWN_NAMES.pop(app.env.docname, None)
 
 
 class RunBlock(SphinxDirective):
@@ -103,16 +120,17 @@ class RunBlock(SphinxDirective):
         namespace = _NAMESPACES.get(self.env.docname)
         if namespace is None:
             # DOC_SOURCE_DIR: the documentation's source folder (doc/).
-            namespace = {
-                "__name__": "__runblock__",
-                "DOC_SOURCE_DIR": Path(self.env.srcdir),
-            }
+            namespace = initial_namespace(self.env.srcdir)
             _NAMESPACES[self.env.docname] = namespace
         # The output depends on the library, not only on the source: read the
         # page again on the next build.
         self.env.note_reread()
         code = textwrap.dedent("\n".join(self.content)).strip("\n")
         source, line = self.get_source_info()
+        shown_names = _SHOWN_NAMES.setdefault(self.env.docname, ShownNames())
+        missing = shown_names.check(code, "hide-code" not in self.options)
+        if missing:
+            logger.warning(message(missing), location=(self.env.docname, line))
         stdout = io.StringIO()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

@@ -1,61 +1,50 @@
 """
-===============================================================================
-Reliability diagram of a CIFAR-100 network before and after temperature scaling
-===============================================================================
+==============================================================================
+Reliability diagram of a CIFAR-10 network before and after temperature scaling
+==============================================================================
 
-A DenseNet-BC-100 trained on CIFAR-100 is over-confident: when it says 90%,
-it is right far less often. This example draws its reliability diagram, fits
+A WideResNet-16-4 trained on CIFAR-10 is over-confident: when it says 99%, it
+is right less often. This example draws its reliability diagram, fits
 :class:`~skcalib.TemperatureCalibrator` on half of the test set (Guo et al.
 2017) and overlays the calibrated diagram computed on the other half, with
-the gap of each bin to the diagonal and the confidence histogram.
+the gap of each bin to the diagonal, each bin's 95% interval and the
+confidence histogram.
 
-The predictions come from the netcal project (Apache-2.0); see
-``shared/data/README.md``.
+The predictions ship with skcalib (:func:`skcalib.datasets.load_predictions`;
+they come from the netcal project, Apache-2.0).
 """
 
 # %%
 # Load the predictions
 # --------------------
-# The file holds float32 softmax probabilities of shape ``(10000, 100)`` and
-# the true labels. The rows are split with a fixed seed: 5000 to fit the
-# temperature, 5000 to evaluate.
-from pathlib import Path
-
+# ``probs`` holds float32 softmax probabilities of shape ``(10000, 10)`` and
+# ``labels`` the true classes. The rows are split with a fixed seed: 5000 to
+# fit the temperature, 5000 to evaluate.
 import matplotlib.pyplot as plt
 import numpy as np
 
 from skcalib import TemperatureCalibrator
+from skcalib.datasets import load_predictions
 from skcalib.metrics import expected_calibration_error
 from skcalib.plotting import ReliabilityDisplay
 
-try:
-    EXAMPLES_DIR = Path(__file__).resolve().parent
-except NameError:  # sphinx-gallery runs examples without __file__, from here
-    EXAMPLES_DIR = Path.cwd()
-DATA_DIR = EXAMPLES_DIR.parents[1] / "shared" / "data"
-DATA_FILE = DATA_DIR / "netcal" / "densenet-bc-100-cifar-100.npz"
-if not DATA_FILE.exists():
-    raise SystemExit(
-        f"Data file not found: {DATA_FILE}\nThis example needs the shared "
-        "netcal predictions (shared/data/netcal/densenet-bc-100-cifar-100.npz) "
-        "next to the repository."
-    )
-
-with np.load(DATA_FILE) as data:
-    proba, labels = data["predictions"], data["ground_truth"]
+data = load_predictions("cifar10_wideresnet")
+proba, labels = data.probs, data.labels
 
 rng = np.random.default_rng(0)
 order = rng.permutation(labels.shape[0])
 fit_rows, test_rows = order[:5000], order[5000:]
 print(f"{proba.shape[0]} images, {proba.shape[1]} classes")
+print(f"accuracy: {np.mean(proba.argmax(axis=1) == labels):.3f}")
 
 # %%
 # Fit temperature scaling
 # -----------------------
 # The file holds probabilities; their logarithm equals the logits up to a
 # per-row constant, to which the softmax is blind, so it is all temperature
-# scaling needs.
-log_proba = np.log(proba)
+# scaling needs. (The smallest probabilities are clipped first: a float32
+# probability can be exactly 0.)
+log_proba = np.log(np.clip(proba, 1e-12, None))
 calibrator = TemperatureCalibrator().fit(log_proba[fit_rows], labels[fit_rows])
 print(f"fitted temperature: {calibrator.temperature_:.3f}")
 
@@ -77,14 +66,18 @@ print(f"ECE after:  {ece_after:.4f}")
 # second one is drawn on the same axes (``ax=disp.ax_``), so it shares the
 # diagonal and the histogram panel. The shaded bars are the gaps between each
 # bin's accuracy and its mean confidence: their count-weighted mean length is
-# the ECE in the legend. ``from_estimator`` takes the calibrator and its input
-# (here the log-probabilities), exactly like a scikit-learn classifier.
+# the ECE in the legend. The error bars are each bin's 95% Wilson interval
+# for its accuracy: a bin of a few images has a wide one, so a point far
+# from the diagonal there is weak evidence. ``from_estimator`` takes the
+# calibrator and its input (here the log-probabilities), exactly like a
+# scikit-learn classifier.
 uncalibrated = ReliabilityDisplay.from_predictions(
     y_test,
     proba[test_rows],
     name="Uncalibrated",
     show_histogram=True,
     show_gaps=True,
+    show_intervals=True,
 )
 calibrated = ReliabilityDisplay.from_estimator(
     calibrator,
@@ -94,12 +87,14 @@ calibrated = ReliabilityDisplay.from_estimator(
     ax=uncalibrated.ax_,
     show_histogram=True,
     show_gaps=True,
+    show_intervals=True,
 )
-uncalibrated.ax_.set_title("DenseNet-BC-100 on CIFAR-100 (5000 test images)")
+uncalibrated.ax_.set_title("WideResNet-16-4 on CIFAR-10 (5000 test images)")
 plt.show()
 
 # %%
-# The uncalibrated network sits well below the diagonal: in every bin it is
-# less accurate than it is confident, and most images land in the top bin.
-# One temperature brings every bin close to the diagonal and spreads the
-# confidences out (histogram), without changing a single prediction.
+# The uncalibrated network sits below the diagonal: in most bins it is less
+# accurate than it is confident, and most images land in the top bin. One
+# temperature (above 1: it softens the probabilities) brings the bins close to
+# the diagonal, within their intervals, and spreads the confidences out
+# (histogram), without changing a single prediction.

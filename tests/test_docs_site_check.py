@@ -1,0 +1,140 @@
+"""``.ci/check_docs_site.py``: the headless-browser check of the built
+documentation, run on a small fake site (a good one, then broken ones)."""
+
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+CI_DIR = Path(__file__).resolve().parents[1] / ".ci"
+sys.path.insert(0, str(CI_DIR))
+
+import check_docs_site  # noqa: E402
+
+PAGE = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>{title}</title>{head}</head>
+<body><h1>{title}</h1>{body}</body></html>
+"""
+
+
+def _png(path):
+    """A valid 2x2 red PNG."""
+
+    def chunk(kind, data):
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    rows = b"".join(b"\x00" + b"\xff\x00\x00" * 2 for _ in range(2))
+    header = struct.pack(">IIBBBBB", 2, 2, 8, 2, 0, 0, 0)
+    path.write_bytes(
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+def _site(root, guide_body, guide_head=""):
+    (root / "user_guide").mkdir(parents=True)
+    (root / "_images").mkdir()
+    _png(root / "_images" / "fig.png")
+    (root / "index.html").write_text(
+        PAGE.format(
+            title="Home",
+            head="",
+            body='<p>Start.</p><img src="_images/fig.png" alt="figure">',
+        )
+    )
+    (root / "user_guide" / "index.html").write_text(
+        PAGE.format(title="Guide", head=guide_head, body=guide_body)
+    )
+    return root
+
+
+def _run(site):
+    return subprocess.run(
+        [sys.executable, str(CI_DIR / "check_docs_site.py"), str(site)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_static_problems_missing_image_and_network(tmp_path):
+    site = _site(tmp_path, "")
+    page = site / "user_guide" / "index.html"
+    text = (
+        '<script src="https://cdn.example.org/mathjax.js"></script>'
+        '<img src="../_images/fig.png"><img src="../_images/missing.png">'
+    )
+    problems = check_docs_site.static_problems(page, text)
+    assert problems[0] == "loads https://cdn.example.org/mathjax.js from the network"
+    assert len(problems) == 2
+    assert problems[1].startswith("image ../_images/missing.png does not exist")
+
+
+def test_pages_to_check(tmp_path):
+    site = _site(tmp_path, "")
+    (site / "auto_examples").mkdir()
+    (site / "auto_examples" / "plot_a.html").write_text("")
+    (site / "api.html").write_text("")
+    names = [
+        p.relative_to(site).as_posix() for p in check_docs_site.pages_to_check(site)
+    ]
+    assert names == ["index.html", "user_guide/index.html", "auto_examples/plot_a.html"]
+
+
+needs_chromium = pytest.mark.skipif(
+    check_docs_site.find_chromium() is None,
+    reason="Chromium is not installed (Debian: apt-get install -y chromium); "
+    "the pages were not opened in a browser",
+)
+
+
+@needs_chromium
+def test_good_site_passes(tmp_path):
+    site = _site(tmp_path, '<p>Text.</p><img src="../_images/fig.png">')
+    res = _run(site)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "2/2 pages pass" in res.stdout
+
+
+@needs_chromium
+def test_broken_image_raw_maths_and_errors_fail(tmp_path):
+    # an image that exists but is no image, raw maths with no MathJax to
+    # render it, and a script error
+    body = (
+        '<img src="../_images/not_an_image.png">'
+        '<p>The ECE <span class="math notranslate">\\(\\sum_b w_b\\)</span>.</p>'
+        "<script>undefined_function();</script>"
+    )
+    site = _site(tmp_path, body)
+    (site / "_images" / "not_an_image.png").write_text("not a png")
+    res = _run(site)
+    assert res.returncode == 1, res.stdout + res.stderr
+    out = res.stdout
+    assert "FAIL user_guide/index.html" in out
+    assert "FAIL index.html" not in out
+    assert "not_an_image.png does not load" in out
+    assert "maths not rendered: '\\\\(\\\\sum_b w_b\\\\)'" in out
+    assert "raw maths in the text" in out
+    assert "undefined_function is not defined" in out
+    assert "1/2 pages pass" in out
+
+
+@needs_chromium
+def test_missing_file_and_network_script_fail(tmp_path):
+    site = _site(
+        tmp_path,
+        '<img src="../_images/gone.png">',
+        guide_head='<script src="https://cdn.jsdelivr.net/npm/x.js"></script>',
+    )
+    out = _run(site).stdout
+    assert "image ../_images/gone.png does not exist" in out
+    assert "loads https://cdn.jsdelivr.net/npm/x.js from the network" in out
+    # the browser could not fetch it either: the network is off
+    assert "failed to load https://cdn.jsdelivr.net/npm/x.js" in out
