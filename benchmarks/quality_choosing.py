@@ -124,3 +124,42 @@ def _near(cell):
     if cell == "-":
         return -1
     return int(cell.split(" / ")[1].split(" of ")[0])
+
+
+def read(text):
+    """The section :func:`render` wrote, read back from a ``quality.md`` text.
+
+    Returns
+    -------
+    groups : list of str
+        The kinds of prediction set, in column order (``"binary"``, ...).
+    cells : dict
+        ``{calibrator: {group: (lowest, within noise, sets run)}}``, in the
+        order of the table (most sets within noise first); ``None`` where
+        the calibrator did not run.
+    accuracy : dict
+        ``{calibrator: accuracy change in percentage points}``.
+
+    Raises ``ValueError`` when the text has no such section.
+    """
+    if START not in text or END not in text:
+        raise ValueError(f"no {START} ... {END} section")
+    section = text.split(START)[1].split(END)[0]
+    lines = [ln for ln in section.splitlines() if ln.startswith("| ")]
+    split = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines]
+    suffix = ": lowest / within noise"
+    groups = [h.removesuffix(suffix) for h in split[0] if h.endswith(suffix)]
+    cells, accuracy = {}, {}
+    for row in split[2:]:
+        cells[row[0]] = {
+            g: None if c == "-" else _read_cell(c)
+            for g, c in zip(groups, row[1 : 1 + len(groups)], strict=True)
+        }
+        accuracy[row[0]] = float("nan") if row[-1] == "-" else float(row[-1])
+    return groups, cells, accuracy
+
+
+def _read_cell(cell):
+    low, rest = cell.split(" / ")
+    near, ran = rest.split(" of ")
+    return int(low), int(near), int(ran)

@@ -319,9 +319,17 @@ def test_choosing_counts_lowest_and_within_noise():
     text = "\n".join(C.render(done))
     assert C.START in text and C.END in text
     assert "multiclass, other models" not in text  # no set of that kind
+    # read() gives back what render() wrote (the guide's figure reads it).
+    groups, cells, accuracy = C.read(text)
+    assert groups == ["binary", "multiclass, neural networks"]
+    assert cells["A"]["binary"] == (1, 1, 1)
+    assert cells["B"]["binary"] == (0, 0, 1)
+    assert accuracy["B"] == pytest.approx(-10.0)
+    with pytest.raises(ValueError, match="section"):
+        C.read("no table here")
 
 
-#: rows of the measured table in doc/user_guide/choosing.rst -> the column of
+#: rows of the decision table in doc/user_guide/choosing.rst -> the column of
 #: the committed benchmarks/results/quality.md they cite
 _GUIDE_COLUMNS = {
     "Multiclass, a neural network": "multiclass, neural networks",
@@ -338,26 +346,20 @@ def test_choosing_guide_follows_the_committed_figures():
     results = RESULTS / "quality.md"
     if not results.is_file() or C.START not in results.read_text():
         pytest.skip("no committed quality.md with the choosing table")
-    section = results.read_text().split(C.START)[1].split(C.END)[0]
-    lines = [ln for ln in section.splitlines() if ln.startswith("| ")]
-    header = [c.strip() for c in lines[0].strip("|").split("|")]
-    table = {
-        cells[0]: cells
-        for cells in ([c.strip() for c in ln.strip("|").split("|")] for ln in lines[2:])
-    }
+    groups, cells, _ = C.read(results.read_text())
+    assert set(_GUIDE_COLUMNS.values()) == set(groups)
     body = guide.split(".. MEASURED-START")[1].split(".. MEASURED-END")[0]
     picks = re.findall(r"\* - ([^\n]+)\n\s+- :class:`(\w+)`", body)
     assert len(picks) == len(_GUIDE_COLUMNS), picks
     for situation, method in picks:
         key = next(k for k in _GUIDE_COLUMNS if situation.startswith(k))
-        j = header.index(f"{_GUIDE_COLUMNS[key]}: lowest / within noise")
-
-        def near(cells, j=j):
-            return int(cells[j].split(" / ")[1].split(" of ")[0])
-
-        best = max(near(cells) for cells in table.values())
-        assert near(table[method]) == best, (
+        group = _GUIDE_COLUMNS[key]
+        near = {name: row[group][1] for name, row in cells.items() if row[group]}
+        best = max(near.values())
+        assert near[method] == best, (
             f"choosing.rst recommends {method} for {situation!r}, but in "
             f"quality.md it is within noise of the lowest NLL on "
-            f"{near(table[method])} sets and the best has {best}: update the guide"
+            f"{near[method]} sets and the best has {best}: update the guide"
         )
+    # The page's figure and table are built from the same section.
+    assert "quality_choosing import read" in guide
