@@ -26,7 +26,7 @@ from skcalib.calibration import (
     VectorScalingCalibrator,
     VennAbersCalibrator,
 )
-from skcalib.conformal import ConformalClassifier
+from skcalib.conformal import ConformalClassifier, CrossConformalClassifier
 from skcalib.decision import BayesDecisionClassifier
 from skcalib.selection import AutoCalibrator
 
@@ -37,6 +37,7 @@ __all__ = [
     "BiasCorrectedTemperatureCalibrator",
     "CalibratedClassifier",
     "ConformalClassifier",
+    "CrossConformalClassifier",
     "DirichletCalibrator",
     "DirichletCalibratorCV",
     "HistogramBinningCalibrator",

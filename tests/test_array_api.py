@@ -140,6 +140,8 @@ CALLS = {
     "set_coverage_score": lambda y, p: ((y, _sets(p)), {}),
     "mean_set_size": lambda y, p: ((_sets(p),), {}),
     "classwise_set_coverage": lambda y, p: ((y, _sets(p)), {}),
+    "size_stratified_coverage": lambda y, p: ((y, _sets(p)), {}),
+    "size_stratified_coverage_score": lambda y, p: ((y, _sets(p)), {}),
     "calibration_error_interval": lambda y, p: ((y, p), {"random_state": 0}),
     "uncertainty_decomposition": lambda y, p: ((_member_stack(p),), {}),
     "ensemble_proba": lambda y, p: ((_member_stack(p),), {}),

@@ -20,9 +20,12 @@ as :func:`sklearn.calibration.calibration_curve`.
 """
 
 from skcalib.conformal._metrics import (
+    SizeStratifiedCoverage,
     classwise_set_coverage,
     mean_set_size,
     set_coverage_score,
+    size_stratified_coverage,
+    size_stratified_coverage_score,
 )
 from skcalib.metrics._accumulator import CalibrationAccumulator
 from skcalib.metrics._calibration_error import (
@@ -87,6 +90,9 @@ from skcalib.metrics._uncertainty import (
 )
 
 __all__ = [
+    "SizeStratifiedCoverage",
+    "size_stratified_coverage",
+    "size_stratified_coverage_score",
     "register_scorers",
     "unregister_scorers",
     "CORPDecomposition",

@@ -111,6 +111,8 @@ SET_METRICS = {
     "set_coverage": (M.set_coverage_score, True),
     "classwise_set_coverage": (M.classwise_set_coverage, True),
     "mean_set_size": (M.mean_set_size, False),
+    "size_stratified_coverage": (M.size_stratified_coverage, True),
+    "size_stratified_coverage_score": (M.size_stratified_coverage_score, True),
 }
 
 #: Result fields that count rows, not weight, by their documentation
@@ -414,7 +416,7 @@ def test_set_metric_invariances(name):
     c = _call_set(name, np.repeat(y, w), np.repeat(S, w, axis=0))
     assert_same_result(b, c, "weights vs rows")
     d = _call_set(name, y, S, sample_weight=7.0 * w)
-    assert_same_result(b, d, "weights x 7")
+    assert_same_result(b, d, "weights x 7", per_weight=7.0)
     if SET_METRICS[name][1]:
         assert_same_result(a, _call_set(name, y, S, labels=[0, 1, 2]), "labels")
 
