@@ -8,6 +8,8 @@ same work in one pass each:
 
 * :func:`value_range`: the minimum and maximum of an array, and whether it
   holds NaN (one pass instead of ``min`` and ``max``);
+* :func:`present_in_span`: which integers of a small range an array of
+  labels holds, stopping once it has seen them all;
 * :func:`cell_counts`: the per-bin count and positive count of 0/1 targets
   through the cell table of :mod:`skcalib._core.binning`;
 * :func:`cell_lookup`: the per-bin value (or pair of values) of a table for
@@ -52,6 +54,18 @@ def _value_range(x):
         lo = min(lo, v)
         hi = max(hi, v)
     return lo, hi, nan
+
+
+def _present_in_span(y, lo, seen):
+    left = seen.size
+    for i in range(y.size):
+        v = y[i] - lo
+        if not seen[v]:
+            seen[v] = True
+            left -= 1
+            if left == 0:
+                break
+    return seen
 
 
 # The kernels below read ``code[cell]`` for the cell ``floor(s * n_cells)``
@@ -134,6 +148,7 @@ def _kernels():
         return SimpleNamespace(
             numba=numba,
             value_range=_jit(numba, _value_range),
+            present_in_span=_jit(numba, _present_in_span),
             cell_counts=_jit(numba, _cell_counts),
             cell_lookup1=_jit(numba, _cell_lookup1),
             cell_lookup2=_jit(numba, _cell_lookup2),
@@ -181,6 +196,18 @@ def value_range(x):
     return lo, hi, bool(lo != lo)
 
 
+def present_in_span(y, lo, span):
+    """Whether each of ``lo .. lo + span - 1`` is in the signed integer
+    array ``y`` (all of whose values are in that range), or None when the
+    numpy path (a ``bincount``) should run. The scan stops once every value
+    is seen: labels covering their range are checked in a few hundred
+    steps."""
+    k = kernels_for(y.size)
+    if k is None or y.dtype.kind != "i" or y.ndim != 1 or not y.flags.c_contiguous:
+        return None
+    return k.present_in_span(y, y.dtype.type(lo), np.zeros(span, dtype=np.bool_))
+
+
 def cell_counts(scores, target, interior, code, n_cells, n_bins):
     """Per-bin ``(counts, positives)`` (float64) of a 0/1 ``target`` (bool
     or integer: non-zero is positive), or None when the numpy path should
@@ -218,6 +245,14 @@ def _fused_ok(proba, k, ndim=2):
 _KIND_CODES = {"confidence": 0, "top_label": 1, "classwise": 2}
 
 
+def _bits(proba):
+    """The integer view of float ``proba`` (same bytes) and the bit pattern
+    of 1.0 in it: the kernels compare non-negative floats as integers."""
+    itype = np.int64 if proba.dtype == np.float64 else np.int32
+    one = np.array(1.0, dtype=proba.dtype).view(itype)[()]
+    return proba.view(itype), one
+
+
 def binned_totals(proba, y, weight, tables, n_bins, kind, block, tol):
     """Per-cell sums ``(5, cells)`` (see :mod:`skcalib._core.accel_kernels`)
     and whether a row failed the check (``|row sum - 1| > tol``, a value
@@ -243,11 +278,13 @@ def binned_totals(proba, y, weight, tables, n_bins, kind, block, tol):
         args = (*tables, n_bins, _KIND_CODES[kind], totals)
         bad = k.binary_cells(proba, one, y, w, *args)
     elif kind == "classwise":
-        bad = k.class_cells(proba, y, w, *tables, n_bins, block, tol, totals)
+        bits, one = _bits(proba)
+        args = (*tables, n_bins, block, tol, totals)
+        bad = k.class_cells(proba, bits, one, y, w, *args)
     else:
         per_class = kind == "top_label"
         args = (*tables, n_bins, per_class, block, tol, totals)
-        bad = k.top1_cells(proba, y, w, *args)
+        bad = k.top1_cells(proba, _bits(proba)[0], y, w, *args)
     return totals, bool(bad)
 
 
@@ -259,5 +296,5 @@ def top1_scan(proba, tol):
         return None
     pred = np.empty(proba.shape[0], dtype=np.intp)
     conf = np.empty(proba.shape[0], dtype=proba.dtype)
-    bad = k.top1_scan(proba, pred, conf, tol)
+    bad = k.top1_scan(proba, _bits(proba)[0], pred, conf, tol)
     return pred, conf, bool(bad)

@@ -20,6 +20,18 @@ whether a row failed the check (NaN included: its sum is NaN); the caller
 then runs the numpy checks, whose messages name the bad row. ``weight`` of
 size 0 means unweighted.
 
+From :data:`WIDE_CLASSES` columns on, a row is checked by passes that the
+compiler vectorises: its float64 sum in any order (the tolerance's margin
+covers any order), and its largest and smallest entries compared as the
+integers of the same bytes (``bits``), which order as the numbers for
+values ``>= +0.0``; a set sign bit (a negative value, ``-0.0``, a negative
+NaN) or a pattern above that of 1.0 (a positive NaN, an infinity) flags
+the row, and the numpy check decides (``-0.0`` passes it, and the sums of
+such a row are still exact). The classwise kernel adds the entries of each
+class's first bin (most of the entries of a wide softmax) in one
+vectorised pass, one class per lane, so that each cell's sum keeps its
+sequential row order.
+
 Imported by :func:`skcalib._core.accel._kernels` only once numba is (this
 module imports it).
 
@@ -32,6 +44,10 @@ import numpy as np
 from numba.extending import register_jitable
 
 __all__ = []  # private module
+
+#: From this many columns the top-1 scan takes vectorised passes over each
+#: row (:func:`top1_wide`); below, the scalar scan of two rows at a time.
+WIDE_CLASSES = 32
 
 
 @register_jitable
@@ -56,6 +72,73 @@ def flush(totals, hist, sums, weighted):
         hist[2 * b + 1] = 0
         for r in range(4):
             sums[r, b] = 0.0
+
+
+@register_jitable
+def flush_counts(totals, count, hits, sums, weighted):
+    """:func:`flush` for separate ``count`` and ``hits`` per cell."""
+    for b in range(totals.shape[1]):
+        if weighted:
+            totals[0, b] += sums[0, b]
+            totals[2, b] += sums[2, b]
+            totals[3, b] += sums[3, b]
+        else:
+            totals[0, b] += count[b]
+            totals[2, b] += hits[b]
+            totals[3, b] += count[b]
+        totals[1, b] += sums[1, b]
+        totals[4, b] += count[b]
+        count[b] = 0
+        hits[b] = 0
+        for r in range(4):
+            sums[r, b] = 0.0
+
+
+@register_jitable(fastmath={"reassoc"})
+def row_sum(proba, i):
+    """The float64 sum of row ``i`` in any order (vectorised). The row check
+    only compares it with the tolerance, whose margin covers any order."""
+    s = 0.0
+    for j in range(proba.shape[1]):
+        s += np.float64(proba[i, j])
+    return s
+
+
+@register_jitable
+def row_bits(bits, i):
+    """``(first column at the maximum, largest, smallest)`` of row ``i`` of
+    the integer view ``bits`` of ``y_proba`` (vectorised). For values
+    ``>= +0.0`` the bit patterns order as the numbers; a set sign bit (a
+    negative value, -0.0 or a negative NaN) makes the smallest negative,
+    and a positive NaN or infinity is larger than the pattern of 1.0: the
+    row is then flagged, and the numpy check decides."""
+    k = bits.shape[1]
+    hi = bits[i, 0]
+    lo = hi
+    for j in range(1, k):
+        b = bits[i, j]
+        hi = max(hi, b)
+        lo = min(lo, b)
+    a = k
+    for j in range(k):
+        a = min(a, j if bits[i, j] == hi else k)
+    return a, hi, lo
+
+
+@register_jitable
+def top1_wide(proba, bits, start, stop, pred, conf, tol):
+    """:func:`top1_rows` for many columns: each row's sum, maximum and
+    first column at the maximum by vectorised passes over the row (in
+    cache), the maximum through the integer view ``bits``."""
+    bad = False
+    for i in range(start, stop):
+        s = row_sum(proba, i)
+        a, _, lo = row_bits(bits, i)
+        m = proba[i, a]
+        bad |= not (lo >= 0 and m <= 1 and abs(s - 1.0) <= tol)
+        pred[i - start] = a
+        conf[i - start] = m
+    return bad
 
 
 @register_jitable
@@ -100,7 +183,18 @@ def top1_rows(proba, start, stop, pred, conf, tol):
 
 
 def top1_cells(
-    proba, y, weight, interior, code, n_cells, n_bins, per_class, block, tol, totals
+    proba,
+    bits,
+    y,
+    weight,
+    interior,
+    code,
+    n_cells,
+    n_bins,
+    per_class,
+    block,
+    tol,
+    totals,
 ):
     """Confidence (``per_class`` False) or top-label (cell ``pred * n_bins +
     bin``) sums of 2-D ``proba``; returns whether a row failed the check.
@@ -116,7 +210,10 @@ def top1_cells(
     bad = False
     for start in range(0, n, block):
         stop = min(start + block, n)
-        bad |= top1_rows(proba, start, stop, pred, conf, tol)
+        if proba.shape[1] >= WIDE_CLASSES:
+            bad |= top1_wide(proba, bits, start, stop, pred, conf, tol)
+        else:
+            bad |= top1_rows(proba, start, stop, pred, conf, tol)
         for r in range(stop - start):
             m = conf[r]
             x = m * n_cells
@@ -141,9 +238,57 @@ def top1_cells(
     return bad
 
 
-def class_cells(proba, y, weight, interior, code, n_cells, n_bins, block, tol, totals):
-    """Classwise sums of 2-D ``proba`` (cell ``column * n_bins + bin``, target
-    ``y == column``); returns whether a row failed the check."""
+@register_jitable
+def low_entries(proba, i, e1, low, w, weighted):
+    """Add the entries of row ``i`` in the first bin (``<= e1``) of their
+    class to ``low`` (rows: count, weight, weighted value, squared weight;
+    one column per class). A vectorised pass: each class is one lane, and
+    an entry of another bin adds an exact 0, so every sum stays the
+    sequential row-order sum of its cell."""
+    if weighted:
+        for j in range(proba.shape[1]):
+            v = proba[i, j]
+            first = v <= e1
+            low[0, j] += first
+            low[1, j] += w if first else 0.0
+            low[2, j] += w * v if first else 0.0
+            low[3, j] += w * w if first else 0.0
+    else:
+        for j in range(proba.shape[1]):
+            v = proba[i, j]
+            first = v <= e1
+            low[0, j] += first
+            low[2, j] += v if first else 0.0
+
+
+@register_jitable
+def high_entries(proba, i, e1, idx):
+    """The columns of row ``i`` above the first bin, into ``idx``; their
+    number. Branch-free: each column is written, the count moves on for
+    those above ``e1``."""
+    m = 0
+    for j in range(proba.shape[1]):
+        idx[m] = j
+        m += proba[i, j] > e1
+    return m
+
+
+@register_jitable
+def add_entry(b, v, w, weighted, count, sums):
+    """Add one entry of value ``v`` (weight ``w``) to cell ``b``."""
+    count[b] += 1
+    if weighted:
+        sums[0, b] += w
+        sums[1, b] += w * v
+        sums[3, b] += w * w
+    else:
+        sums[1, b] += v
+
+
+@register_jitable
+def class_narrow(proba, y, weight, interior, code, n_cells, n_bins, block, tol, totals):
+    """:func:`class_cells` for few columns: each entry checked and binned in
+    one scalar loop over the row."""
     n, k = proba.shape
     weighted = weight.size > 0
     hist = np.zeros(2 * totals.shape[1], dtype=np.int32)  # <= block rows
@@ -183,9 +328,93 @@ def class_cells(proba, y, weight, interior, code, n_cells, n_bins, block, tol, t
     return bad
 
 
-def top1_scan(proba, pred, conf, tol):
+@register_jitable
+def table_bin(v, interior, code, n_cells):
+    """The bin of ``v`` through the cell table, clamped so that any value
+    (a flagged row's, NaN included) reads inside the tables."""
+    top = float(n_cells)
+    x = v * n_cells
+    x = x if x < top else top  # NaN too
+    b = np.intp(code[np.int32(x if x > 0 else 0.0)])
+    if b < 0:  # a cell an edge cuts
+        b = np.searchsorted(interior, v)
+    return b
+
+
+def class_cells(
+    proba, bits, one, y, weight, interior, code, n_cells, n_bins, block, tol, totals
+):
+    """Classwise sums of 2-D ``proba`` (cell ``column * n_bins + bin``, target
+    ``y == column``); returns whether a row failed the check. ``one``: the
+    bit pattern of 1.0 in ``bits``' integer type.
+
+    Per row: the check by vectorised passes (:func:`row_sum`,
+    :func:`row_bits`); the entries of the first bins (most of them) by one
+    vectorised pass (:func:`low_entries`); the others, gathered without a
+    branch (:func:`high_entries`), one by one through the cell table. The
+    target is 1 in one column only: its count (and weight) is added once
+    per row. A flagged row takes every entry through the clamped table."""
+    n, k = proba.shape
+    if k < WIDE_CLASSES:
+        return class_narrow(
+            proba, y, weight, interior, code, n_cells, n_bins, block, tol, totals
+        )
+    weighted = weight.size > 0
+    count = np.zeros(totals.shape[1], dtype=np.int32)  # <= block rows
+    hits = np.zeros(totals.shape[1], dtype=np.int32)
+    sums = np.zeros((4, totals.shape[1]))
+    low = np.zeros((4, k))
+    idx = np.empty(k, dtype=np.intp)
+    e1 = interior[0] if interior.size else proba.dtype.type(np.inf)
+    fc = proba.dtype.type(n_cells)
+    bad = False
+    for start in range(0, n, block):
+        for i in range(start, min(start + block, n)):
+            s = row_sum(proba, i)
+            _, hi, lo = row_bits(bits, i)
+            ok = lo >= 0 and hi <= one and abs(s - 1.0) <= tol
+            wi = weight[i] if weighted else 1.0
+            if ok:  # every value in [0, 1]: no clamping
+                low_entries(proba, i, e1, low, wi, weighted)
+                for t in range(high_entries(proba, i, e1, idx)):
+                    j = idx[t]
+                    v = proba[i, j]
+                    b = np.intp(code[np.int32(v * fc)])
+                    if b < 0:
+                        b = np.searchsorted(interior, v)
+                    add_entry(b + j * n_bins, v, wi, weighted, count, sums)
+            else:
+                bad = True
+                for j in range(k):
+                    v = proba[i, j]
+                    b = table_bin(v, interior, code, n_cells)
+                    if b == 0:
+                        low[0, j] += 1
+                        low[1, j] += wi
+                        low[2, j] += wi * v
+                        low[3, j] += wi * wi
+                    else:
+                        add_entry(b + j * n_bins, v, wi, weighted, count, sums)
+            j = y[i]
+            b = table_bin(proba[i, j], interior, code, n_cells) + j * n_bins
+            hits[b] += 1
+            if weighted:
+                sums[2, b] += wi
+        for j in range(k):  # the first bins join the other cells
+            b = j * n_bins
+            count[b] = np.int32(low[0, j])
+            sums[0, b], sums[1, b], sums[3, b] = low[1, j], low[2, j], low[3, j]
+            for r in range(4):
+                low[r, j] = 0.0
+        flush_counts(totals, count, hits, sums, weighted)
+    return bad
+
+
+def top1_scan(proba, bits, pred, conf, tol):
     """``pred`` and ``conf`` (the first column at the row maximum, and the
     maximum) of 2-D ``proba``; returns whether a row failed the check."""
+    if proba.shape[1] >= WIDE_CLASSES:
+        return top1_wide(proba, bits, 0, proba.shape[0], pred, conf, tol)
     return top1_rows(proba, 0, proba.shape[0], pred, conf, tol)
 
 

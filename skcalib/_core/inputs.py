@@ -20,6 +20,7 @@ from skcalib._core.binning import (  # noqa: F401
     check_n_bins,
 )
 from skcalib._core.compat import Interval, StrOptions
+from skcalib._core.labels import _UNKNOWN, int_span
 from skcalib._core.labels import encode as _encode
 from skcalib._core.labels import present_labels as _present_labels
 from skcalib._core.scores import check_probabilities
@@ -191,9 +192,12 @@ def _check_y(y_true, allow_empty=False):
     return y
 
 
-def _resolve_classes(y, n_columns, labels, *, name="y_proba", binary_1d=True):
+def _resolve_classes(
+    y, n_columns, labels, *, name="y_proba", binary_1d=True, span=_UNKNOWN
+):
     """The labels of the columns of ``name`` (``y_proba``; the set metrics:
-    ``y_sets``).
+    ``y_sets``). ``span``: :func:`~skcalib._core.labels.int_span` of ``y``
+    if known.
 
     ``labels`` when given (1-D, unique, one per column); else the sorted
     labels of ``y``, which must then be as many as the columns (the columns
@@ -218,7 +222,7 @@ def _resolve_classes(y, n_columns, labels, *, name="y_proba", binary_1d=True):
         if _present_labels(classes).size != classes.size:
             raise ValueError(f"labels must be unique, got {classes.tolist()}.")
         return classes
-    present = _present_labels(y)
+    present = _present_labels(y, span)
     if present.size == expected:
         return present
     shown = present[:10].tolist()
@@ -365,8 +369,9 @@ def check_metric_inputs(
     y, proba = check_arrays(y_true, y_proba)
     weight, scale = check_sample_weight(sample_weight, y.shape[0])
     n_columns = 1 if proba.ndim == 1 else proba.shape[1]
-    classes = _resolve_classes(y, n_columns, labels)
-    codes = _encode(y, classes)
+    span = int_span(y)  # one range pass for both steps
+    classes = _resolve_classes(y, n_columns, labels, span=span)
+    codes = _encode(y, classes, span)
     if check_values:
         check_finite_proba(proba)
         check_proba_values(proba)

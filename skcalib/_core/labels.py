@@ -10,9 +10,12 @@ through a lookup table (O(n), no sort); everything else through
 
 import numpy as np
 
-from skcalib._core.accel import value_range
+from skcalib._core.accel import present_in_span, value_range
 
 __all__ = []  # private module
+
+#: ``span`` not computed yet (None means: no lookup table).
+_UNKNOWN = object()
 
 #: Integer labels whose range is below this (or below 4 x n_samples) are
 #: encoded with a lookup table (O(n)) instead of a sort.
@@ -36,19 +39,25 @@ def _shifted(y, lo):
     return y - lo if lo else y
 
 
-def present_labels(y):
+def present_labels(y, span=_UNKNOWN):
     """Sorted distinct labels of ``y`` (O(n) for small integer ranges).
+
+    ``span``: :func:`int_span` of ``y`` if the caller has it. With the
+    compiled kernels the scan of a small range stops as soon as every value
+    of the range is seen (most often after a few hundred labels).
 
     Raises ``ValueError`` when the labels cannot be sorted (a mix of str and
     int in an object array).
     """
-    span = int_span(y)
+    span = int_span(y) if span is _UNKNOWN else span
     if span is not None:
         lo, hi = span
         if hi - lo == 1:  # two consecutive labels: the extremes, both present
             return np.array([lo, hi], dtype=y.dtype)
-        present = np.flatnonzero(np.bincount(_shifted(y, lo)))
-        return (present + lo).astype(y.dtype)
+        seen = present_in_span(y, lo, hi - lo + 1)
+        if seen is None:
+            seen = np.bincount(_shifted(y, lo))
+        return (np.flatnonzero(seen) + lo).astype(y.dtype)
     try:
         return np.unique(y)
     except TypeError as exc:  # e.g. a mix of str and int in an object array
@@ -60,16 +69,24 @@ def present_labels(y):
 def lookup(y, classes):
     """``(codes, known)``: the index of each ``y`` in ``classes`` (unique, any
     order) and whether it is there (``codes`` is arbitrary where not)."""
+    codes, known = _lookup(y, classes, _UNKNOWN)
+    return codes, np.ones(y.size, dtype=bool) if known is None else known
+
+
+def _lookup(y, classes, span):
+    """:func:`lookup` with ``known`` None when every label is known (the
+    labels ``0 .. K-1`` of ``classes == arange(K)``: the codes are ``y``)."""
     if y.dtype.kind == "b":
         y = y.astype(np.intp)
+        span = _UNKNOWN
     if classes.dtype.kind == "b":
         classes = classes.astype(np.intp)
-    span = int_span(y)
+    span = int_span(y) if span is _UNKNOWN else span
     if span is not None and classes.dtype.kind in "biu":
         lo, hi = span
         k = classes.size
-        if lo == 0 and hi < k and np.array_equal(classes, np.arange(k)):
-            return y.astype(np.intp, copy=False), np.ones(y.size, dtype=bool)
+        if lo >= 0 and hi < k and np.array_equal(classes, np.arange(k)):
+            return y.astype(np.intp, copy=False), None
         table = np.full(hi - lo + 1, -1, dtype=np.intp)
         inside = (classes >= lo) & (classes <= hi)
         table[classes[inside].astype(np.int64) - lo] = np.flatnonzero(inside)
@@ -87,11 +104,12 @@ def lookup(y, classes):
     return sorter[pos], np.asarray(known, dtype=bool)
 
 
-def encode(y, classes):
+def encode(y, classes, span=_UNKNOWN):
     """Index of each ``y`` in ``classes`` (unique, any order); ``ValueError``
-    naming the labels that are not in ``classes``."""
-    codes, known = lookup(y, classes)
-    if not known.all():
+    naming the labels that are not in ``classes``. ``span``: as for
+    :func:`present_labels`."""
+    codes, known = _lookup(y, classes, span)
+    if known is not None and not known.all():
         unknown = present_labels(y[~known])
         raise ValueError(
             f"y_true contains label(s) {unknown[:10].tolist()} that are not in "

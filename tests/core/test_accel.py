@@ -244,3 +244,45 @@ def test_kernels_place_out_of_range_scores_as_assign_bins(kernels, dtype):
         np.full(9, np.nan, dtype), *_kernel_tables(interior), table
     )
     assert np.isin(nan, table).all()
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int8, np.uint8])
+@pytest.mark.parametrize("case", ["all", "one_absent", "negative"])
+def test_present_labels_stop_early_and_equal_bincount(monkeypatch, dtype, case):
+    """The early-stopping scan of the labels (kernels) finds what the
+    bincount finds: every label present, one absent, a negative range."""
+    from skcalib._core import labels
+
+    rng = np.random.default_rng(41)
+    y = rng.integers(0, 9, 5000)
+    if case == "one_absent":
+        y[y == 4] = 5
+    if case == "negative":
+        y = y - 3 if np.issubdtype(dtype, np.signedinteger) else y
+    y = y.astype(dtype)
+    expected = np.unique(y)
+    monkeypatch.setattr(_accel, "MIN_SIZE", 0)
+    got = labels.present_labels(y)
+    assert got.dtype == y.dtype
+    np.testing.assert_array_equal(got, expected)
+    classes, codes = labels.unique_inverse(y)
+    ref_classes, ref_codes = np.unique(y, return_inverse=True)
+    np.testing.assert_array_equal(classes, ref_classes)
+    np.testing.assert_array_equal(codes, ref_codes)
+    monkeypatch.setattr(_accel, "kernels_for", lambda size: None)
+    np.testing.assert_array_equal(labels.present_labels(y), expected)
+
+
+def test_encode_of_labels_that_are_their_codes():
+    """Labels 0..K-1 against classes arange(K) (also when some are absent)
+    are their own codes; a label outside still raises the usual error."""
+    from skcalib._core.labels import encode, lookup
+
+    y = np.array([2, 3, 2, 5])
+    classes = np.arange(6)
+    np.testing.assert_array_equal(encode(y, classes), y)
+    codes, known = lookup(y, classes)
+    np.testing.assert_array_equal(codes, y)
+    assert known.dtype == bool and known.all()
+    with pytest.raises(ValueError, match=r"label\(s\) \[6\] that are not in"):
+        encode(np.array([0, 6]), classes)

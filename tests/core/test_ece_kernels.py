@@ -59,10 +59,10 @@ def _rounded_rows(rng, n, k, dtype):
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("strategy", ["uniform", "quantile"])
-@pytest.mark.parametrize("k", [3, 30])
+@pytest.mark.parametrize("k", [3, 30, 40])  # 40: the vectorised row passes
 def test_statistics_equal_numpy_path(dtype, weighted, kind, strategy, k):
     rng = np.random.default_rng(k)
-    n = 3000 if k == 3 else 2500  # several blocks of the numpy path at K = 30
+    n = 3000 if k == 3 else 2500  # several blocks of the numpy path at K >= 30
     p = _rounded_rows(rng, n, k, dtype)
     y = rng.integers(0, k, n)
     w = rng.random(n) * 3 if weighted else None
@@ -143,19 +143,21 @@ def _error(f):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("bad", ["nan", "negative", "above", "sum", "inf"])
-def test_bad_values_same_message(dtype, kind, bad):
+@pytest.mark.parametrize("bad", ["nan", "-nan", "negative", "above", "sum", "inf"])
+@pytest.mark.parametrize("k", [4, 40])
+def test_bad_values_same_message(dtype, kind, bad, k):
     rng = np.random.default_rng(11)
-    p = _softmax(rng, 3000, 4, dtype)
-    y = rng.integers(0, 4, 3000)
+    p = _softmax(rng, 3000, k, dtype)
+    y = rng.integers(0, k, 3000)
     row = 2100
-    if bad == "nan":
-        p[row, 1] = np.nan
+    if bad in ("nan", "-nan"):
+        p[row, 1] = np.nan if bad == "nan" else -np.nan
         p[2500, 0] = np.nan
     elif bad == "negative":
         p[row, 2] = -0.25
     elif bad == "above":
-        p[row] = [1.5, 0, 0, 0]
+        p[row] = 0
+        p[row, 0] = 1.5
     elif bad == "sum":
         p[row] *= 1.01
     else:
@@ -254,3 +256,54 @@ def test_metrics_equal_numpy_path(dtype):
         weighted = expected_calibration_error(y, p, sample_weight=w2)
         duplicated = expected_calibration_error(y[dup], p[dup])
     assert weighted == pytest.approx(duplicated, rel=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("k", [4, 40])
+def test_negative_zero_is_a_valid_probability(dtype, k):
+    """-0.0 has the sign bit the kernels flag; the numpy check accepts it and
+    the kernel's sums (bins, top-1) are still the numpy path's."""
+    rng = np.random.default_rng(29)
+    p = _rounded_rows(rng, 3000, k, dtype)
+    p[p == 0] = -0.0
+    p[7, :] = 0
+    p[7, 1] = 1
+    p[7, 0] = -0.0
+    assert np.signbit(p).any()
+    y = rng.integers(0, k, 3000)
+    inp = check_metric_inputs(y, p, check_values=False)
+    for kind in KINDS:
+        a, b = _both(lambda kind=kind: statistics(inp, kind, 10, "uniform")[0])
+        np.testing.assert_array_equal(a, b)
+    (pa, ca), (pb, cb) = _both(lambda: top1(p))
+    np.testing.assert_array_equal(pa, pb)
+    np.testing.assert_array_equal(ca, cb)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_wide_rows_ties_and_edges_equal_numpy_path(dtype):
+    """Many columns (vectorised passes): ties of the row maximum go to the
+    first column, entries on the edges to the lower bin, as numpy."""
+    rng = np.random.default_rng(31)
+    k, n = 64, 3000
+    p = _rounded_rows(rng, n, k, dtype)
+    p[:200] = 0
+    cols = rng.integers(0, k, (200, 2))
+    p[np.arange(200), cols[:, 0]] += dtype(0.5)
+    p[np.arange(200), cols[:, 1]] += dtype(0.5)  # a tie, or a single 1.0
+    y = rng.integers(0, k, n)
+    (pa, ca), (pb, cb) = _both(lambda: top1(p))
+    np.testing.assert_array_equal(pa, p.argmax(axis=1))
+    np.testing.assert_array_equal(pa, pb)
+    np.testing.assert_array_equal(ca, cb)
+    w = rng.random(n)
+    for weights in (None, w):
+        inp = check_metric_inputs(y, p, sample_weight=weights, check_values=False)
+        for kind in KINDS:
+            for n_bins in (1, 2, 10):
+                a, b = _both(
+                    lambda i=inp, kind=kind, m=n_bins: statistics(
+                        i, kind, m, "uniform"
+                    )[0]
+                )
+                np.testing.assert_array_equal(a, b)
