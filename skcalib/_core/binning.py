@@ -38,7 +38,7 @@ import numpy as np
 
 from skcalib._core import accel as _accel
 from skcalib._core.compat import Interval
-from skcalib._core.quantile_search import weighted_quantiles
+from skcalib._core.quantile_search import quantile_levels, weighted_quantiles
 
 __all__ = []  # private module: nothing public here
 
@@ -170,7 +170,7 @@ def bin_edges(scores, n_bins, strategy="uniform", sample_weight=None):
     if strategy == "discrete":
         return discrete_edges(scores)
     interior = weighted_quantiles(
-        scores, np.linspace(0.0, 1.0, n_bins + 1)[1:-1], sample_weight
+        scores, quantile_levels(n_bins), sample_weight
     )
     interior = np.clip(interior, 0.0, 1.0)
     # 1 is already the top edge, and an edge at the largest score would only

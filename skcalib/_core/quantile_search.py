@@ -56,6 +56,17 @@ def sortable_keys(scores):
     return (scores + scores.dtype.type(0.0)).view(utype)
 
 
+def quantile_levels(n_bins):
+    """The interior levels ``k / n_bins`` (``k = 1 .. n_bins - 1``) of
+    equal-mass bins, each the correctly rounded quotient.
+
+    ``np.linspace(0, 1, n_bins + 1)`` rounds some of them up (``3 / 5`` is
+    ``0.6000000000000001`` there), which moves an inverted-CDF edge by one
+    sample when ``n * k / n_bins`` is an integer.
+    """
+    return np.arange(1, n_bins, dtype=np.float64) / n_bins
+
+
 def inverted_cdf_ranks(n, quantiles):
     """0-based index in the sorted data of each quantile of ``n`` values.
 
@@ -246,7 +257,7 @@ class QuantileEdgeSearch:
         total = int(n.sum())
         self._n[g] = total
         self._weight[g] = float(w.sum()) if self.weighted else float(total)
-        levels = np.linspace(0.0, 1.0, self.n_bins + 1)[1:-1]
+        levels = quantile_levels(self.n_bins)
         if total == 0 or not self._weight[g] > 0 or levels.size == 0:
             self._targets[g] = None
             return

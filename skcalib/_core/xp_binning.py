@@ -28,7 +28,7 @@ Assigning scores to the bins of fitted edges is :func:`xp_lookup_bins`
 import numpy as np
 
 from skcalib._core.binning import check_n_bins
-from skcalib._core.quantile_search import inverted_cdf_ranks
+from skcalib._core.quantile_search import inverted_cdf_ranks, quantile_levels
 from skcalib._core.xp import to_numpy
 
 __all__ = []  # private module
@@ -68,7 +68,7 @@ def xp_quantile_edges(ns, s_sorted, n_bins, w_sorted=None):
     size = s_sorted.shape[0]
     if size == 0:
         return np.array([0.0, 1.0])
-    quantiles = np.linspace(0.0, 1.0, n_bins + 1)[1:-1]
+    quantiles = quantile_levels(n_bins)
     if w_sorted is None:
         idx = inverted_cdf_ranks(size, quantiles)
     else:

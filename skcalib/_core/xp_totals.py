@@ -34,7 +34,7 @@ import numpy as np
 
 from skcalib._core.binning import bin_edges, check_n_bins
 from skcalib._core.losses import LOSS_BRIER, LOSS_NLL, LOSS_W, NLL_FLOOR
-from skcalib._core.quantile_search import inverted_cdf_ranks
+from skcalib._core.quantile_search import inverted_cdf_ranks, quantile_levels
 from skcalib._core.totals import ACC, CONF, COUNT, W2, W
 from skcalib._core.xp import to_numpy
 
@@ -202,7 +202,7 @@ def edges_of(ns, scores, n_bins, strategy, weight):
     n_bins = check_n_bins(n_bins, n)
     if n == 0:
         return np.array([0.0, 1.0])
-    ranks = inverted_cdf_ranks(n, np.linspace(0.0, 1.0, n_bins + 1)[1:-1])
+    ranks = inverted_cdf_ranks(n, quantile_levels(n_bins))
     ordered = xp.sort(scores)
     picked = xp.take(ordered, xp.asarray(ranks, device=ns.device), axis=0)
     interior = np.clip(np.asarray(to_numpy(picked)), 0.0, 1.0)
