@@ -7,7 +7,7 @@ usage: python -m benchmarks COMMAND [options]
 
 commands: speed, quality, auto, large, large-fit, conformal, report,
   regularisation, isotonic-ranking, decisions, gpu, smooth-ece,
-  calibration-tests, ece-speed, vector-scaling
+  calibration-tests, ece-speed, vector-scaling, cross-conformal, prior-shift
 
   speed    time skcalib's calibrators and metrics against sklearn, netcal,
            torchmetrics, ... (writes speed.md)
@@ -42,6 +42,11 @@ commands: speed, quality, auto, large, large-fit, conformal, report,
            P.sum(), P.max(axis=1) and torchmetrics, numba on and off (prints)
   vector-scaling  vector scaling fit at 1e6 x 100 float32 beside the
            temperature fit, with the NLL reached (writes vector_scaling.md)
+  cross-conformal  CrossConformalClassifier (CV+) against the split mode
+           and MAPIE's cross-conformal sets: coverage, size, speed (prints)
+  prior-shift  EM and BBSE prior-shift adaptation after no calibration,
+           temperature, BCTS and vector scaling on label-shifted splits of
+           real sets: target NLL, accuracy, prior error (writes prior_shift.md)
 
 Each command has --help. Full runs write benchmarks/results/; --quick runs
 write to a temporary folder unless --out is given."""
@@ -83,6 +88,10 @@ def main(argv=None):
         from benchmarks.bench_smooth_ece import main as run
     elif command == "calibration-tests":
         from benchmarks.bench_calibration_tests import main as run
+    elif command == "cross-conformal":
+        from benchmarks.bench_cross_conformal import main as run
+    elif command == "prior-shift":
+        from benchmarks.bench_prior_shift import main as run
     else:
         print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2
