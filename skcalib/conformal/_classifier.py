@@ -101,10 +101,13 @@ class ConformalClassifier(BaseCalibrator):
         ``(0.001, 0.01, 0.1, 0.2, 0.5)`` with the smallest mean set size on
         the tuning split. ``lam=0`` is APS.
     tuning_size : float in (0, 1), default=0.2
-        RAPS with ``k_reg="auto"`` or ``lam="auto"``: the fraction of the
-        calibration rows (drawn at random with ``random_state``) used to
-        choose them; the threshold is computed on the other rows only, so
-        the guarantee stays exact with ``n`` the number of those rows.
+        RAPS with ``k_reg="auto"`` or ``lam="auto"``: the expected fraction
+        of the calibration rows used to choose them (each row is a tuning
+        row when a hash of ``random_state``'s seed and its probabilities,
+        a uniform as in *Randomised sets*, is below ``tuning_size``; the
+        split does not depend on row order); the threshold is computed on
+        the other rows only, so the guarantee stays exact with ``n`` the
+        number of those rows (``n_tuning_`` rows are spent on tuning).
     include_last_label : bool, default=True
         Non-randomised APS and RAPS: whether a set includes the class whose
         cumulative score crosses the threshold. ``True`` (Romano et al.
@@ -214,8 +217,8 @@ class ConformalClassifier(BaseCalibrator):
     under-cover; skcalib's threshold comes from the same scores as the sets.
 
     **Choosing k_reg and lam** (``"auto"``, the procedure of Angelopoulos et
-    al. 2021): a random ``tuning_size`` share of the calibration rows is set
-    aside; ``k_reg`` is the top-k set size of those rows at ``alpha`` (the
+    al. 2021): about a ``tuning_size`` share of the calibration rows is set
+    aside, each row by the hash of a seed and its probabilities; ``k_reg`` is the top-k set size of those rows at ``alpha`` (the
     :math:`\\lceil (n_t + 1)(1 - \\alpha) \\rceil`-th smallest rank of the true
     label, as MAPIE does); ``lam`` is the value of (0.001, 0.01, 0.1, 0.2,
     0.5) whose RAPS sets on those rows are smallest on average. The threshold

@@ -5,7 +5,7 @@ and appendix E, "optimizing for set size")."""
 import numpy as np
 
 from skcalib.conformal._quantile import conformal_quantile
-from skcalib.conformal._scores import label_scores, prediction_sets
+from skcalib.conformal._scores import label_scores, prediction_sets, row_uniforms
 
 __all__ = []  # private module
 
@@ -16,14 +16,27 @@ LAMBDA_GRID = (0.001, 0.01, 0.1, 0.2, 0.5)
 _SIZE_TOL = 1e-8
 
 
-def tuning_split(n, tuning_size, rng):
-    """Random ``(calibration, tuning)`` indices, ``ceil(tuning_size * n)`` of
-    them for tuning (at least 1 and at most ``n - 1``), from a permutation
-    drawn from ``rng`` (a ``RandomState``). Not stratified: any class
-    counts work."""
-    n_tune = min(max(int(np.ceil(tuning_size * n)), 1), n - 1)
-    perm = rng.permutation(n)
-    return np.sort(perm[n_tune:]), np.sort(perm[:n_tune])
+def tuning_split(proba, tuning_size, seed):
+    """``(calibration, tuning)`` row indices: a row is a tuning row when its
+    uniform :func:`row_uniforms(proba, seed) <row_uniforms>` is below
+    ``tuning_size``.
+
+    A row's side depends only on the seed and the row, as the uniforms of
+    randomised sets do: the split does not change when rows are permuted,
+    a weight of 2 and a duplicated row land on the same side, and for a
+    random seed every row is a tuning row with probability ``tuning_size``,
+    independently of its label (so about ``tuning_size * n`` rows, not
+    exactly). When no row (or every row) falls below ``tuning_size``, the
+    rows of the smallest (largest) uniform move over, so both parts are
+    non-empty for ``n >= 2``. Not stratified: any class counts work.
+    """
+    u = row_uniforms(proba, seed)
+    tune = u < tuning_size
+    if not tune.any():
+        tune = u == u.min()
+    if tune.all():
+        tune = u < u.max()
+    return np.flatnonzero(~tune), np.flatnonzero(tune)
 
 
 def choose_k_reg(proba, y, alpha, sample_weight=None):
@@ -79,15 +92,17 @@ def resolve_raps(est, proba, y, u, sample_weight, rng):
     """``(k_reg, lam, calibration rows)`` of a RAPS ``ConformalClassifier``.
 
     Given values are used as they are, with every row for the threshold;
-    with ``"auto"`` ones, :func:`tuning_split` sets ``est.tuning_size`` of
-    the rows aside (drawn from ``rng``), chooses the values on them at
+    with ``"auto"`` ones, :func:`tuning_split` sets about
+    ``est.tuning_size`` of the rows aside (rows hashed with a seed drawn
+    from ``rng``), chooses the values on them at
     ``est.alpha`` with the estimator's set rule, and returns the other rows.
     """
     k_reg = None if est.k_reg == "auto" else int(est.k_reg)
     lam = None if est.lam == "auto" else float(est.lam)
     if k_reg is not None and lam is not None:
         return k_reg, lam, np.arange(y.size)
-    cal, tune = tuning_split(y.size, est.tuning_size, rng)
+    seed = int(rng.randint(np.iinfo(np.int32).max))
+    cal, tune = tuning_split(proba, est.tuning_size, seed)
     w = None if sample_weight is None else sample_weight[tune]
     if k_reg is None:
         k_reg = choose_k_reg(proba[tune], y[tune], est.alpha, w)

@@ -34,8 +34,8 @@ def _slow_hybrid_map(s, t, m=5.0):
     else:
         edges = set(np.linspace(0.0, 1.0, n_bins - n_q + 1).tolist())
         # the documented rule of skcalib's quantile edges: np.quantile's
-        # inverted CDF at the levels linspace(0, 1, n_q + 1)
-        levels = np.linspace(0.0, 1.0, n_q + 1)[1:-1]
+        # inverted CDF at the levels k / n_q, k = 1 .. n_q - 1
+        levels = np.arange(1, n_q) / n_q
         for e in np.quantile(s, levels, method="inverted_cdf"):
             if e < s.max():
                 edges.add(float(e))

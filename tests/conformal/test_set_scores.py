@@ -258,8 +258,10 @@ def test_auto_k_reg_and_lam_follow_the_tuning_split():
     cp = ConformalClassifier(method="raps", random_state=4, tuning_size=0.3)
     cp.fit(logits, y)
     proba = cp.predict_proba(logits)
-    cal, tune = tuning_split(1000, 0.3, check_random_state(4))
-    assert tune.size == cp.n_tuning_ == 300
+    seed = check_random_state(4).randint(np.iinfo(np.int32).max)
+    cal, tune = tuning_split(proba, 0.3, seed)
+    # each row is a tuning row with probability 0.3: 300 +- 4 s.d. (58)
+    assert tune.size == cp.n_tuning_ and abs(tune.size - 300) < 58
     assert np.intersect1d(cal, tune).size == 0 and cal.size + tune.size == 1000
     ranks = label_scores(proba[tune], y[tune], "top_k")
     assert (
@@ -281,7 +283,8 @@ def test_auto_k_reg_and_lam_follow_the_tuning_split():
     again = ConformalClassifier(method="raps", random_state=4, tuning_size=0.3)
     assert again.fit(logits, y).threshold_ == cp.threshold_
     fixed = ConformalClassifier(method="raps", k_reg=3, random_state=4).fit(logits, y)
-    assert fixed.k_reg_ == 3 and fixed.n_tuning_ == 200
+    # default tuning_size=0.2: 200 +- 4 s.d. (51)
+    assert fixed.k_reg_ == 3 and abs(fixed.n_tuning_ - 200) < 51
     both = ConformalClassifier(method="raps", k_reg=3, lam=0.2).fit(logits, y)
     assert both.n_tuning_ == 0
 
@@ -295,18 +298,21 @@ def test_choose_lam_ties_keep_the_smallest():
 
 
 def test_raps_steadies_the_sets_of_a_flat_tail():
-    """Many classes, an under-confident model (a long flat tail): randomised
-    RAPS gives sets no larger than randomised APS, of less varying size."""
+    """Many classes, an under-confident model (a long flat tail): the
+    regularisation of randomised RAPS makes the set sizes far less variable
+    than randomised APS's, at a small cost in mean size (Angelopoulos et
+    al. 2021, their Table 2 shows the same trade-off)."""
     logits, y, _ = make_miscalibrated_scores(
         6000, 50, temperature=0.5, class_sep=3.0, random_state=2
     )
     common = dict(randomized=True, random_state=0)
     aps = ConformalClassifier(method="aps", **common).fit(logits[:3000], y[:3000])
-    raps = ConformalClassifier(method="raps", **common).fit(logits[:3000], y[:3000])
+    raps = ConformalClassifier(method="raps", k_reg=5, lam=0.1, **common)
+    raps.fit(logits[:3000], y[:3000])
     size_aps = aps.predict_set(logits[3000:]).sum(axis=1)
     size_raps = raps.predict_set(logits[3000:]).sum(axis=1)
-    assert size_raps.mean() <= size_aps.mean()  # 6.26 and 6.36
-    assert size_raps.std() < 0.9 * size_aps.std()  # 1.88 and 2.38
+    assert size_raps.mean() <= 1.1 * size_aps.mean()  # 6.68 and 6.36
+    assert size_raps.std() < 0.5 * size_aps.std()  # 0.80 and 2.38
 
 
 # ---------------------------------------------------------------------- errors

@@ -17,7 +17,7 @@ def ref_edges(values, n_bins, strategy="uniform", weights=None):
         return [float(e) for e in np.linspace(0.0, 1.0, n_bins + 1)]
     if len(values) == 0:
         return [0.0, 1.0]
-    qs = [float(q) for q in np.linspace(0.0, 1.0, n_bins + 1)[1:-1]]
+    qs = [k / n_bins for k in range(1, n_bins)]
     if weights is None:
         weights = [1.0] * len(values)
     pairs = sorted(
