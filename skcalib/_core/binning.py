@@ -169,9 +169,7 @@ def bin_edges(scores, n_bins, strategy="uniform", sample_weight=None):
         return np.array([0.0, 1.0])
     if strategy == "discrete":
         return discrete_edges(scores)
-    interior = weighted_quantiles(
-        scores, quantile_levels(n_bins), sample_weight
-    )
+    interior = weighted_quantiles(scores, quantile_levels(n_bins), sample_weight)
     interior = np.clip(interior, 0.0, 1.0)
     # 1 is already the top edge, and an edge at the largest score would only
     # open an empty top bin: every equal-mass bin holds data. An edge at 0
