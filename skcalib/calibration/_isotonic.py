@@ -126,9 +126,9 @@ class IsotonicCalibrator(_OneVsRestCalibrator):
         :class:`~sklearn.isotonic.IsotonicRegression` predicts), which ties
         every score of a block. ``"centered"``: centered isotonic regression
         (see Notes), strictly increasing between the first and the last block
-        centre. The default is ``"centered"`` (issue 16; was ``"pav"``): on
-        the 22 binary sets of ``shared/data`` (pycalib kitti and pcam, 50/50
-        stratified split with seed 0; splinecalib with its own split;
+        centre. The default is ``"centered"`` (was ``"pav"``): on the 22
+        binary sets of the project's benchmark (pycalib kitti and pcam,
+        50/50 stratified split with seed 0; splinecalib with its own split;
         ``python -m benchmarks.bench_isotonic_ranking``) it keeps the test
         ROC-AUC of the uncalibrated scores (within 1e-4 on every set; plain
         isotonic moves it by -0.0027 to +0.0006, mean -0.0002) and lowers

@@ -169,9 +169,10 @@ class ScalingBinningCalibrator(BaseCalibrator):
     marginal calibrator itself, each column one of its ``n_bins`` values,
     rows not summing to 1.
 
-    **Why these defaults.** Measured on the 34 prediction sets of
-    ``shared/data`` (``python -m benchmarks.quality_binning_variants``: the
-    protocol of ``python -m benchmarks quality``, 50/50 stratified splits,
+    **Why these defaults.** Measured on the 34 real prediction sets of the
+    project's benchmark (not shipped with skcalib;
+    ``python -m benchmarks.quality_binning_variants``: the protocol of
+    ``python -m benchmarks quality``, 50/50 stratified splits,
     5 seeds, test NLL, one-vs-rest), against uncertainty-calibration's
     ``PlattBinner(Marginal)Calibrator`` with 15 bins: ``split=0.5`` with 15
     bins was at least as good within noise on 22-24 of 34 sets (the split's

@@ -218,7 +218,8 @@ class ConformalClassifier(BaseCalibrator):
 
     **Choosing k_reg and lam** (``"auto"``, the procedure of Angelopoulos et
     al. 2021): about a ``tuning_size`` share of the calibration rows is set
-    aside, each row by the hash of a seed and its probabilities; ``k_reg`` is the top-k set size of those rows at ``alpha`` (the
+    aside, each row by the hash of a seed and its probabilities; ``k_reg``
+    is the top-k set size of those rows at ``alpha`` (the
     :math:`\\lceil (n_t + 1)(1 - \\alpha) \\rceil`-th smallest rank of the true
     label, as MAPIE does); ``lam`` is the value of (0.001, 0.01, 0.1, 0.2,
     0.5) whose RAPS sets on those rows are smallest on average. The threshold

@@ -285,8 +285,8 @@ def hosmer_lemeshow_test(
         for a logistic model fitted on the same data, Hosmer and Lemeshow's
         setting, where the fit uses two degrees of freedom; ``ddof=2`` on
         held-out predictions rejects calibrated ones too often (9.8%
-        instead of 5% for 10 groups at ``n = 1000`` in
-        ``tests/metrics/test_calibration_tests_slow.py``).
+        instead of 5% for 10 groups at ``n = 1000`` in a slow test of
+        skcalib's test suite).
     correction : {"holm", "bonferroni"}, default="holm"
         Multiplicity correction over the classes (more than two columns).
     sample_weight : array-like of shape (n_samples,), default=None

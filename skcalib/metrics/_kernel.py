@@ -288,7 +288,7 @@ def kernel_calibration_test(
     is far more powerful at the same ``n``: against temperature 1.5 on
     three classes, the linear test rejects 7% of the time at
     :math:`n = 1000` and 20% at :math:`n = 10^4`, the quadratic one always
-    at :math:`n = 1000` (``tests/metrics/test_kernel_slow.py``). The
+    at :math:`n = 1000` (a slow test of skcalib's test suite). The
     quadratic estimator has no asymptotic test here: its limit under
     calibration is a weighted sum of chi-squares whose weights are unknown,
     while consistency resampling gives its exact null distribution given
