@@ -59,6 +59,7 @@ exclude_patterns = [
     "_api_datasets.rst",
     "user_guide/binning_free_smooth.rst",
     "user_guide/binning_free_tests.rst",
+    "user_guide/conformal_cross.rst",
 ]
 default_role = "literal"
 # "On this page" of an API page lists from_estimator(), not
