@@ -9,7 +9,8 @@ import warnings
 import numpy as np
 from sklearn.base import clone
 
-from skcalib._core.compat import _check_method_params, _safe_indexing
+from skcalib._core.compat import _safe_indexing
+from skcalib._core.folds import fit_on_rows, split_part
 from skcalib._core.scores import log_softmax
 from skcalib._core.warn import user_stacklevel
 
@@ -186,13 +187,6 @@ def _two_columns(scores, kind):
 
 
 # ------------------------------------------------------------- fold workers
-def _fit_estimator(estimator, X, y, train, fit_params):
-    params = _check_method_params(X, params=fit_params, indices=train)
-    return clone(estimator).fit(
-        _safe_indexing(X, train), _safe_indexing(y, train), **params
-    )
-
-
 def _columns(estimator, classes):
     """Positions in ``classes`` (sorted) of ``estimator.classes_``."""
     known = np.asarray(estimator.classes_)
@@ -210,7 +204,7 @@ def _fit_pair(estimator, calibrator, X, y, classes, split, sample_weight, params
     """ensemble=True: fit the classifier on the training part of ``split``, its
     calibrator on the test part; a str says why the split cannot calibrate."""
     i, (train, test) = split
-    est = _fit_estimator(estimator, X, y, train, params.fit_params)
+    est = fit_on_rows(estimator, X, y, train, params.fit_params)
     columns = _columns(est, classes)
     n_classes = classes.size
     y_test = y[test]
@@ -253,7 +247,7 @@ def _fit_pair(estimator, calibrator, X, y, classes, split, sample_weight, params
 
 def _out_of_fold(estimator, X, y, classes, train, test, sample_weight, params):
     """ensemble=False: scores of the held-out part, over all classes."""
-    est = _fit_estimator(estimator, X, y, train, params.fit_params)
+    est = fit_on_rows(estimator, X, y, train, params.fit_params)
     columns = _columns(est, classes)
     w_train = train.size if sample_weight is None else sample_weight[train].sum()
     scores = getattr(est, params.response_method)(_safe_indexing(X, test))
@@ -269,32 +263,13 @@ def _laplace_fill(columns, n_classes, total_weight):
     return fill
 
 
-def _indices(part, n_samples, what):
-    part = np.asarray(part)
-    if part.dtype == bool:
-        if part.shape != (n_samples,):
-            raise ValueError(
-                f"{what} is a boolean mask of shape {part.shape}, not ({n_samples},)."
-            )
-        return np.flatnonzero(part)
-    if part.ndim != 1 or (part.size and part.dtype.kind not in "iu"):
-        raise ValueError(f"{what} must be a 1-D array of sample indices; got {part!r}.")
-    part = part.astype(np.intp, copy=False)
-    if part.size and (part.min() < 0 or part.max() >= n_samples):
-        raise ValueError(
-            f"{what} has indices outside [0, {n_samples - 1}]: "
-            f"{part[(part < 0) | (part >= n_samples)][:5].tolist()}."
-        )
-    return part
-
-
 def _check_splits(splits, n_samples):
     """Validate the (train, test) splits; see the ``cv`` parameter."""
     checked = []
     times_tested = np.zeros(n_samples, dtype=np.intp)
     for i, (train, test) in enumerate(splits):
-        train = _indices(train, n_samples, f"The training part of split {i}")
-        test = _indices(test, n_samples, f"The test part of split {i}")
+        train = split_part(train, n_samples, f"The training part of split {i}")
+        test = split_part(test, n_samples, f"The test part of split {i}")
         for what, part in (("training", train), ("test", test)):
             if part.size == 0:
                 raise ValueError(f"Split {i} of cv has an empty {what} part.")

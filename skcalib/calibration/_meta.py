@@ -37,6 +37,7 @@ from skcalib._core.compat import (
     _fit_context,
     _num_samples,
 )
+from skcalib._core.folds import fit_on_rows
 from skcalib._core.warn import user_stacklevel
 from skcalib._core.xp import namespace
 from skcalib._core.xp_estimator import call_on_host, fit_on_host, take_classes
@@ -44,7 +45,6 @@ from skcalib.calibration._cross_fit import (
     _CalibratedPair,
     _check_splits,
     _columns,
-    _fit_estimator,
     _fit_pair,
     _kind,
     _laplace_fill,
@@ -428,7 +428,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             ]
             + [
                 delayed(recording_warnings)(
-                    _fit_estimator, estimator, X, y, everything, params.fit_params
+                    fit_on_rows, estimator, X, y, everything, params.fit_params
                 )
             ]
         )

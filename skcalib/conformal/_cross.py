@@ -28,6 +28,7 @@ from skcalib._core.compat import (
     _num_samples,
     _safe_indexing,
 )
+from skcalib._core.folds import fit_on_rows
 from skcalib._core.warn import user_stacklevel
 from skcalib._core.xp import namespace
 from skcalib._core.xp_estimator import call_on_host, fit_on_host
@@ -36,7 +37,6 @@ from skcalib.conformal._cross_sets import (
     FoldScores,
     check_folds,
     exclusion_conditions,
-    fit_fold,
     fold_proba,
     sets_from_counts,
     uniforms,
@@ -328,7 +328,7 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         self.folds_ = self._splits(X, y_enc)
         kwargs = self._fit_kwargs(sample_weight, fit_params)
         self.estimators_ = Parallel(n_jobs=self.n_jobs)(
-            delayed(fit_fold)(self._model(), X, y, train, kwargs)
+            delayed(fit_on_rows)(self._model(), X, y, train, kwargs)
             for train, _ in self.folds_
         )
         n = y.shape[0]

@@ -3,9 +3,8 @@ the folds, one model per fold and its scores, and the CV+
 (cross-conformal) count that turns them into prediction sets."""
 
 import numpy as np
-from sklearn.base import clone
 
-from skcalib._core.compat import _check_method_params, _safe_indexing
+from skcalib._core.folds import split_part
 from skcalib.conformal._quantile import _LEVEL_RTOL
 from skcalib.conformal._scores import _class_conditions, row_uniforms
 
@@ -13,25 +12,6 @@ __all__ = []  # private module
 
 
 # -------------------------------------------------------------------- folds
-def _indices(part, n_samples, what):
-    part = np.asarray(part)
-    if part.dtype == bool:
-        if part.shape != (n_samples,):
-            raise ValueError(
-                f"{what} is a boolean mask of shape {part.shape}, not ({n_samples},)."
-            )
-        return np.flatnonzero(part)
-    if part.ndim != 1 or (part.size and part.dtype.kind not in "iu"):
-        raise ValueError(f"{what} must be a 1-D array of sample indices; got {part!r}.")
-    part = part.astype(np.intp, copy=False)
-    if part.size and (part.min() < 0 or part.max() >= n_samples):
-        raise ValueError(
-            f"{what} has indices outside [0, {n_samples - 1}]: "
-            f"{part[(part < 0) | (part >= n_samples)][:5].tolist()}."
-        )
-    return part
-
-
 def check_folds(splits, n_samples, *, partition):
     """Validated ``(train, test)`` index pairs.
 
@@ -42,8 +22,8 @@ def check_folds(splits, n_samples, *, partition):
     checked = []
     tested = np.zeros(n_samples, dtype=np.intp)
     for i, (train, test) in enumerate(splits):
-        train = _indices(train, n_samples, f"The training part of split {i}")
-        test = _indices(test, n_samples, f"The test part of split {i}")
+        train = split_part(train, n_samples, f"The training part of split {i}")
+        test = split_part(test, n_samples, f"The test part of split {i}")
         for what, part in (("training", train), ("test", test)):
             if part.size == 0:
                 raise ValueError(f"Split {i} of cv has an empty {what} part.")
@@ -76,14 +56,6 @@ def check_folds(splits, n_samples, *, partition):
 
 
 # ---------------------------------------------------------- one fold's model
-def fit_fold(estimator, X, y, train, fit_params):
-    """A clone of ``estimator`` fitted on the rows ``train``."""
-    params = _check_method_params(X, params=fit_params, indices=train)
-    return clone(estimator).fit(
-        _safe_indexing(X, train), _safe_indexing(y, train), **params
-    )
-
-
 def fold_proba(model, X, classes):
     """``model.predict_proba(X)`` with one column per class of ``classes``.
 
