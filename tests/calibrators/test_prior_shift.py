@@ -217,7 +217,8 @@ def test_bad_target_data():
         ).fit_target(p)
     with pytest.raises(ValueError, match="zero total weight"):
         PriorShiftAdapter().fit(p, [0, 1, 2] * 2, sample_weight=[1, 1, 0, 1, 1, 0])
-    with pytest.raises(ValueError, match="non-zero"):
+    # scikit-learn >= 1.7 refuses all-zero weights itself, older ones reach ours
+    with pytest.raises(ValueError, match="non-zero|All sample weights are zero"):
         est.fit_target(p, sample_weight=np.zeros(6))
 
 
