@@ -103,7 +103,7 @@ for name, p in results.items():
 # drawn on the panel's axes (``ax=``); displays on the same axes share the
 # diagonal and the confidence histogram below. The error bars are each bin's
 # 95% Wilson interval for its accuracy: wide where a bin holds few images.
-fig, axes = plt.subplots(1, 2, figsize=(10, 5.8), sharey=True)
+fig, axes = plt.subplots(1, 2, figsize=(7.5, 5), sharey=True)
 panels = {
     "Scaling": ("temperature", "Platt"),
     "Non-parametric": ("histogram binning", "isotonic"),
@@ -119,10 +119,11 @@ for ax, (title, names) in zip(axes, panels.items(), strict=True):
             show_intervals=True,
         )
     ax.set_title(title)
-    ax.legend(loc="upper left", fontsize="x-small")  # the empty corner
+    ax.legend(loc="upper left", fontsize="x-small")  # the emptiest corner
     # Most images sit in the top bin: a log scale shows the other bins too.
     disp.ax_hist_.set_yscale("log")
 axes[1].set_ylabel("")
+disp.ax_hist_.set_ylabel("")  # it would touch the left panel
 fig.suptitle("WideResNet-16-4 on CIFAR-10, 5000 held-out images")
 plt.show()
 

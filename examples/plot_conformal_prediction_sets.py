@@ -112,7 +112,7 @@ curves = {
     "RAPS randomised": {"method": "raps", "randomized": True},
     "top-k": {"method": "top_k"},
 }
-fig, (ax_cov, ax_size) = plt.subplots(1, 2, figsize=(10, 4))
+fig, (ax_cov, ax_size) = plt.subplots(1, 2, figsize=(7.5, 3.6))
 for name, params in curves.items():
     cp = ConformalClassifier(random_state=0, **params).fit(proba[cal], labels[cal])
     s = cp.predict_set(proba[test], alpha=alphas)
@@ -128,6 +128,7 @@ ax_size.set_xlabel("target coverage 1 - alpha")
 ax_size.set_ylabel("mean set size")
 ax_size.legend(fontsize="small")
 fig.suptitle("One calibration half, one test half")
+fig.tight_layout()
 plt.show()
 
 # %%
@@ -155,7 +156,7 @@ class_names = [
     "ship",
     "truck",
 ]
-fig, ax = plt.subplots(figsize=(8, 3.8))
+fig, ax = plt.subplots(figsize=(7, 3.4))
 x = np.arange(10)
 for i, name in enumerate(["LAC", "LAC Mondrian"]):
     per_class = classwise_set_coverage(y_test, sets[name])

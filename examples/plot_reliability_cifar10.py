@@ -64,9 +64,10 @@ print(f"ECE after:  {ece_after:.4f}")
 # -----------------------------
 # The first display creates the axes and the histogram panel below it; the
 # second one is drawn on the same axes (``ax=disp.ax_``), so it shares the
-# diagonal and the histogram panel. The shaded bars are the gaps between each
-# bin's accuracy and its mean confidence: their count-weighted mean length is
-# the ECE in the legend. The error bars are each bin's 95% Wilson interval
+# diagonal and the histogram panel. The shaded bars, drawn for the
+# uncalibrated network only (two sets of them overlap), are the gaps between
+# each bin's accuracy and its mean confidence: their count-weighted mean length
+# is the ECE in the legend. The error bars are each bin's 95% Wilson interval
 # for its accuracy: a bin of a few images has a wide one, so a point far
 # from the diagonal there is weak evidence. ``from_estimator`` takes the
 # calibrator and its input (here the log-probabilities), exactly like a
@@ -86,7 +87,6 @@ calibrated = ReliabilityDisplay.from_estimator(
     name="Temperature scaling",
     ax=uncalibrated.ax_,
     show_histogram=True,
-    show_gaps=True,
     show_intervals=True,
 )
 uncalibrated.ax_.set_title("WideResNet-16-4 on CIFAR-10 (5000 test images)")

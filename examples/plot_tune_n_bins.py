@@ -80,7 +80,7 @@ print("the forest was not refit:", best.estimator is forest)
 # -------------------------------------------
 # Cross-validated means (scorers are negated, so we flip the sign back).
 results = search.cv_results_
-fig, (ax_ece, ax_nll) = plt.subplots(1, 2, figsize=(10, 4), sharex=True)
+fig, (ax_ece, ax_nll) = plt.subplots(1, 2, figsize=(7.5, 3.4), sharex=True)
 for strategy, marker in [("uniform", "o"), ("quantile", "s")]:
     rows = np.flatnonzero(results["param_strategy"] == strategy)
     n_bins = np.asarray(results["param_n_bins"][rows], dtype=int)

@@ -400,7 +400,7 @@ def _write(args, rows, probas, scores, pred, decision, methods, meta):
         pred.labels,
         probas,
         names,
-        f"{meta['source']}: uncalibrated vs {best['method']}",
+        f"{meta['source']}\nuncalibrated vs {best['method']}",
     )
     if png is None:
         print(f"skcalib report: note: {MATPLOTLIB_HINT}", file=sys.stderr)
