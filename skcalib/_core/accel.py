@@ -253,6 +253,16 @@ def _bits(proba):
     return proba.view(itype), one
 
 
+def _top1_tolerance(proba, tol):
+    """The row-sum bound of the top-1 scans, which sum each row in the dtype
+    of ``proba``: in float32, ``tol`` less ``K * 2**-23``, more than the
+    rounding of a float32 sum of ``K`` values in ``[0, 1]`` (a row within
+    the bound is within ``tol`` for any order and precision of the sum)."""
+    if proba.dtype == np.float32:
+        return tol - proba.shape[1] * 2.0**-23
+    return tol
+
+
 def binned_totals(proba, y, weight, tables, n_bins, kind, block, tol):
     """Per-cell sums ``(5, cells)`` (see :mod:`skcalib._core.accel_kernels`)
     and whether a row failed the check (``|row sum - 1| > tol``, a value
@@ -283,7 +293,7 @@ def binned_totals(proba, y, weight, tables, n_bins, kind, block, tol):
         bad = k.class_cells(proba, bits, one, y, w, *args)
     else:
         per_class = kind == "top_label"
-        args = (*tables, n_bins, per_class, block, tol, totals)
+        args = (*tables, n_bins, per_class, block, _top1_tolerance(proba, tol), totals)
         bad = k.top1_cells(proba, _bits(proba)[0], y, w, *args)
     return totals, bool(bad)
 
@@ -296,5 +306,5 @@ def top1_scan(proba, tol):
         return None
     pred = np.empty(proba.shape[0], dtype=np.intp)
     conf = np.empty(proba.shape[0], dtype=proba.dtype)
-    bad = k.top1_scan(proba, _bits(proba)[0], pred, conf, tol)
+    bad = k.top1_scan(proba, _bits(proba)[0], pred, conf, _top1_tolerance(proba, tol))
     return pred, conf, bool(bad)

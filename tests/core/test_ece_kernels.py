@@ -7,7 +7,8 @@ import pytest
 
 from skcalib._core import accel as _accel
 from skcalib._core.inputs import check_metric_inputs
-from skcalib._core.top1 import top1
+from skcalib._core.scores import rounding_tolerance
+from skcalib._core.top1 import _block_rows, top1
 from skcalib._core.totals import statistics
 from skcalib.metrics import classwise_calibration_error, expected_calibration_error
 
@@ -307,3 +308,43 @@ def test_wide_rows_ties_and_edges_equal_numpy_path(dtype):
                     )[0]
                 )
                 np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("k", [2, 10, 31])
+@pytest.mark.parametrize("extra", [1, 2, 3])
+def test_block_tails_equal_numpy_path(dtype, k, extra):
+    """Below 32 columns the kernel scans four rows at a time: blocks whose
+    length is not a multiple of four (the last one, and every one when the
+    block is), each kind, weighted or not, give the numpy path's sums."""
+    rng = np.random.default_rng(41 + k + extra)
+    block = _block_rows(np.empty((1, k), dtype=dtype))
+    n = 2 * block + extra if k > 2 else 4 * 1024 + extra
+    p = _rounded_rows(rng, n, k, dtype)
+    y = rng.integers(0, k, n)
+    for w in (None, rng.random(n)):
+        inp = check_metric_inputs(y, p, sample_weight=w, check_values=False)
+        for kind in ("confidence", "top_label"):
+            a, b = _both(lambda i=inp, kd=kind: statistics(i, kd, 15, "uniform")[0])
+            np.testing.assert_array_equal(a, b)
+    (pa, ca), (pb, cb) = _both(lambda: top1(p[: 4 * 17 + extra]))
+    np.testing.assert_array_equal(pa, pb)
+    np.testing.assert_array_equal(ca, cb)
+
+
+def test_float32_row_sums_near_the_tolerance(fused):
+    """float32 rows are summed in float32 by the narrow scan, against a bound
+    tightened by ``K * 2**-23``: rows just inside or outside the tolerance
+    get the numpy path's result or error."""
+    rng = np.random.default_rng(43)
+    p = _softmax(rng, 2000, 4, np.float32)
+    y = rng.integers(0, 4, 2000)
+    tol = rounding_tolerance(4, np.float32)
+    row = p[100].astype(np.float64)
+    for scale, raises in [(1 + tol - 4e-7, False), (1 + tol + 1e-5, True)]:
+        p[100] = (row / row.sum() * scale).astype(np.float32)
+        a, b = _both(lambda: _error(lambda: expected_calibration_error(y, p)))
+        assert a == b and (a is not None) == raises
+        if not raises:
+            e1, e2 = _both(lambda: expected_calibration_error(y, p))
+            assert e1 == e2
