@@ -156,7 +156,7 @@ def find_chromium():
 
 def pages_to_check(build_dir):
     """The landing page, the user-guide pages and the gallery pages."""
-    build_dir = Path(build_dir)
+    build_dir = Path(build_dir).resolve()  # file:// URLs need absolute paths
     pages = [build_dir / "index.html"]
     pages += sorted((build_dir / "user_guide").glob("*.html"))
     pages += sorted((build_dir / "auto_examples").glob("*.html"))
@@ -272,6 +272,7 @@ def main(argv=None):
     if chromium is None:
         print("check_docs_site: Chromium is not installed", file=sys.stderr)
         return 2
+    args.build_dir = args.build_dir.resolve()
     pages = pages_to_check(args.build_dir)
     missing = [p for p in pages[:1] if not p.is_file()]
     if missing or not (args.build_dir / "user_guide" / "index.html").is_file():

@@ -54,9 +54,10 @@ def _site(root, guide_body, guide_head=""):
     return root
 
 
-def _run(site):
+def _run(site, cwd=None):
     return subprocess.run(
         [sys.executable, str(CI_DIR / "check_docs_site.py"), str(site)],
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=300,
@@ -99,6 +100,15 @@ needs_chromium = pytest.mark.skipif(
 def test_good_site_passes(tmp_path):
     site = _site(tmp_path, '<p>Text.</p><img src="../_images/fig.png">')
     res = _run(site)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "2/2 pages pass" in res.stdout
+
+
+@needs_chromium
+def test_a_relative_build_dir_works(tmp_path):
+    # .ci/run passes doc/_build/html, relative to the repository root
+    site = _site(tmp_path, '<p>Text.</p><img src="../_images/fig.png">')
+    res = _run(site.relative_to(tmp_path), cwd=tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "2/2 pages pass" in res.stdout
 
