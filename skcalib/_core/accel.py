@@ -17,7 +17,9 @@ same work in one pass each:
 * :func:`binned_totals`: the per-cell sums of the binned metrics
   (confidence, top-label or classwise, uniform bins) in one pass over
   ``y_proba`` that also checks it and finds each row's top-1 (loops in
-  :mod:`skcalib._core.accel_kernels`);
+  :mod:`skcalib._core.accel_kernels`; below 32 columns, 16 rows at a time
+  in vector lanes, :mod:`skcalib._core.accel_vector`, compiled once per
+  number of columns);
 * :func:`top1_scan`: the checked top-1 scan alone (for quantile bins);
 * :func:`compiled`: a loop of another module that numpy cannot vectorise
   (the Venn-ABERS hull sweep), compiled.
@@ -26,8 +28,9 @@ Each result equals the numpy path's exactly (integer counts, the same table
 rows, the same binary search for the scores of ambiguous cells); the tests
 run both. Arrays shorter than :data:`MIN_SIZE` always take the numpy path,
 so small inputs never wait for a compilation. numba compiles a kernel on
-its first large call (about a second per dtype) and caches it on disk for
-later processes. Set the environment variable ``SKCALIB_DISABLE_NUMBA=1`` to
+its first large call (about a second per dtype, and for the vector kernel
+per dtype and number of columns) and caches it on disk for later
+processes. Set the environment variable ``SKCALIB_DISABLE_NUMBA=1`` to
 use numpy only.
 """
 
@@ -142,6 +145,7 @@ def _kernels():
     except ImportError:
         return None
     from skcalib._core import accel_kernels as fused
+    from skcalib._core import accel_vector as vector
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -153,6 +157,7 @@ def _kernels():
             cell_lookup1=_jit(numba, _cell_lookup1),
             cell_lookup2=_jit(numba, _cell_lookup2),
             top1_cells=_jit(numba, fused.top1_cells),
+            top1_vector=_jit(numba, vector.top1_vector),
             class_cells=_jit(numba, fused.class_cells),
             top1_scan=_jit(numba, fused.top1_scan),
             binary_cells=_jit(numba, fused.binary_cells),
@@ -263,6 +268,34 @@ def _top1_tolerance(proba, tol):
     return tol
 
 
+def _narrow_limit():
+    """:data:`skcalib._core.accel_kernels.WIDE_CLASSES` (numba loaded)."""
+    from skcalib._core.accel_kernels import WIDE_CLASSES
+
+    return WIDE_CLASSES
+
+
+def _vector_args(proba, interior, n_bins, tol):
+    """``(tol, tau)`` of the vector kernel: the row-sum bound rounded down
+    and the edge margin (:func:`skcalib._core.accel_simd.uniform_tau`)
+    rounded up to values of the dtype of ``proba``, in which the kernel
+    compares; None (the numpy path) for bins far from uniform, or a bound of
+    0.5 or more (below it a failing float32 row sum fails in float32 too).
+    """
+    from skcalib._core.accel_simd import uniform_tau
+
+    tau = uniform_tau(interior, n_bins, proba.dtype)
+    if tau is None or not 0 <= tol < 0.5:
+        return None
+    ftype = proba.dtype.type
+    tol_d, tau_d = ftype(tol), ftype(tau)
+    if tol_d > tol:
+        tol_d = np.nextafter(tol_d, ftype(0))
+    if tau_d < tau:
+        tau_d = np.nextafter(tau_d, ftype(1))
+    return float(tol_d), float(tau_d)
+
+
 def binned_totals(proba, y, weight, tables, n_bins, kind, block, tol):
     """Per-cell sums ``(5, cells)`` (see :mod:`skcalib._core.accel_kernels`)
     and whether a row failed the check (``|row sum - 1| > tol``, a value
@@ -293,8 +326,16 @@ def binned_totals(proba, y, weight, tables, n_bins, kind, block, tol):
         bad = k.class_cells(proba, bits, one, y, w, *args)
     else:
         per_class = kind == "top_label"
-        args = (*tables, n_bins, per_class, block, _top1_tolerance(proba, tol), totals)
-        bad = k.top1_cells(proba, _bits(proba)[0], y, w, *args)
+        tol = _top1_tolerance(proba, tol)
+        if proba.shape[1] < _narrow_limit():
+            vector = _vector_args(proba, tables[0], n_bins, tol)
+            if vector is None:
+                return None
+            args = (*tables, n_bins, per_class, block, *vector, tol, totals)
+            bad = k.top1_vector(proba, y, w, *args, (0,) * proba.shape[1])
+        else:
+            args = (*tables, n_bins, per_class, block, tol, totals)
+            bad = k.top1_cells(proba, _bits(proba)[0], y, w, *args)
     return totals, bool(bad)
 
 

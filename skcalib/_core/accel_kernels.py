@@ -34,6 +34,10 @@ class's first bin (most of the entries of a wide softmax) in one
 vectorised pass, one class per lane, so that each cell's sum keeps its
 sequential row order.
 
+Below :data:`WIDE_CLASSES` columns the confidence and top-label kernel is
+:func:`skcalib._core.accel_vector.top1_vector`: 16 rows at a time, one row
+per vector lane.
+
 Imported by :func:`skcalib._core.accel._kernels` only once numba is (this
 module imports it).
 
@@ -48,7 +52,9 @@ from numba.extending import register_jitable
 __all__ = []  # private module
 
 #: From this many columns the top-1 scan takes vectorised passes over each
-#: row (:func:`top1_wide`); below, the scalar scan of four rows at a time.
+#: row (:func:`top1_wide`); below, rows in vector lanes
+#: (:mod:`skcalib._core.accel_vector`; the quantile path's :func:`top1_scan`:
+#: the scalar scan of four rows at a time).
 WIDE_CLASSES = 32
 
 
@@ -217,53 +223,6 @@ def top1_rows(proba, start, stop, pred, conf, tol):
     return bad
 
 
-@register_jitable
-def top1_narrow(
-    proba, y, weight, interior, code, n_cells, n_bins, per_class, block, tol, totals
-):
-    """:func:`top1_cells` for fewer than :data:`WIDE_CLASSES` columns: four
-    rows checked and scanned at a time (:func:`top1_four`, the last rows of
-    a block by :func:`top1_last`), then added to their cells in row order,
-    in one loop: 1.5x faster than a scan into buffers and a second loop
-    (the lines of the cell are those of :func:`top1_cells`; numba does not
-    inline a helper function for them, which costs four times the loop)."""
-    n = proba.shape[0]
-    weighted = weight.size > 0
-    hist = np.zeros(2 * totals.shape[1], dtype=np.int32)  # <= block rows
-    sums = np.zeros((4, totals.shape[1]))
-    top = float(n_cells)
-    bad = False
-    for start in range(0, n, block):
-        stop = min(start + block, n)
-        for i in range(start, stop, 4):
-            if stop - i >= 4:
-                ok, a4, m4 = top1_four(proba, i, tol)
-            else:
-                ok, a4, m4 = top1_last(proba, i, stop, tol)
-            bad |= not ok
-            for r in range(min(4, stop - i)):
-                a, m = a4[r], m4[r]
-                x = m * n_cells
-                x = x if x < top else top  # NaN too
-                b = np.intp(code[np.int32(x if x > 0 else 0.0)])
-                if b < 0:  # a cell an edge cuts
-                    b = np.searchsorted(interior, m)
-                if per_class:
-                    b += a * n_bins
-                hit = a == y[i + r]
-                hist[2 * b + hit] += 1
-                if weighted:
-                    wi = weight[i + r]
-                    sums[0, b] += wi
-                    sums[1, b] += wi * m
-                    sums[2, b] += wi * hit
-                    sums[3, b] += wi * wi
-                else:
-                    sums[1, b] += m
-        flush(totals, hist, sums, weighted)
-    return bad
-
-
 def top1_cells(
     proba,
     bits,
@@ -279,13 +238,11 @@ def top1_cells(
     totals,
 ):
     """Confidence (``per_class`` False) or top-label (cell ``pred * n_bins +
-    bin``) sums of 2-D ``proba``; returns whether a row failed the check.
-    Below :data:`WIDE_CLASSES` columns, :func:`top1_narrow`; from there,
-    each block's top-1 is found first (:func:`top1_wide`, into buffers in
+    bin``) sums of 2-D ``proba`` of at least :data:`WIDE_CLASSES` columns
+    (fewer: :func:`skcalib._core.accel_vector.top1_vector`); returns whether
+    a row failed the check.
+    Each block's top-1 is found first (:func:`top1_wide`, into buffers in
     cache), then binned and added."""
-    if proba.shape[1] < WIDE_CLASSES:
-        args = (interior, code, n_cells, n_bins, per_class, block, tol, totals)
-        return top1_narrow(proba, y, weight, *args)
     n = proba.shape[0]
     weighted = weight.size > 0
     hist = np.zeros(2 * totals.shape[1], dtype=np.int32)  # <= block rows

@@ -314,9 +314,10 @@ def test_wide_rows_ties_and_edges_equal_numpy_path(dtype):
 @pytest.mark.parametrize("k", [2, 10, 31])
 @pytest.mark.parametrize("extra", [1, 2, 3])
 def test_block_tails_equal_numpy_path(dtype, k, extra):
-    """Below 32 columns the kernel scans four rows at a time: blocks whose
-    length is not a multiple of four (the last one, and every one when the
-    block is), each kind, weighted or not, give the numpy path's sums."""
+    """Below 32 columns the kernel scans 16 rows at a time (the top-1 scan of
+    the quantile path four): blocks whose length is not a multiple of 16
+    (the last one, and every one when the block is), each kind, weighted or
+    not, give the numpy path's sums."""
     rng = np.random.default_rng(41 + k + extra)
     block = _block_rows(np.empty((1, k), dtype=dtype))
     n = 2 * block + extra if k > 2 else 4 * 1024 + extra
@@ -333,9 +334,10 @@ def test_block_tails_equal_numpy_path(dtype, k, extra):
 
 
 def test_float32_row_sums_near_the_tolerance(fused):
-    """float32 rows are summed in float32 by the narrow scan, against a bound
-    tightened by ``K * 2**-23``: rows just inside or outside the tolerance
-    get the numpy path's result or error."""
+    """float32 rows are summed in float32 by the narrow scans (and compared
+    in float32 with the bound rounded down by the vector kernel), against a
+    bound tightened by ``K * 2**-23``: rows just inside or outside the
+    tolerance get the numpy path's result or error."""
     rng = np.random.default_rng(43)
     p = _softmax(rng, 2000, 4, np.float32)
     y = rng.integers(0, 4, 2000)
