@@ -240,9 +240,8 @@ def top1_cells(
     """Confidence (``per_class`` False) or top-label (cell ``pred * n_bins +
     bin``) sums of 2-D ``proba`` of at least :data:`WIDE_CLASSES` columns
     (fewer: :func:`skcalib._core.accel_vector.top1_vector`); returns whether
-    a row failed the check.
-    Each block's top-1 is found first (:func:`top1_wide`, into buffers in
-    cache), then binned and added."""
+    a row failed the check. Each block's top-1 is found first
+    (:func:`top1_wide`, into buffers in cache), then binned and added."""
     n = proba.shape[0]
     weighted = weight.size > 0
     hist = np.zeros(2 * totals.shape[1], dtype=np.int32)  # <= block rows

@@ -21,7 +21,8 @@ __all__ = []  # private module
 def top1_row(
     proba, i, y, weight, interior, code, n_cells, n_bins, per_class, tol, hist, sums
 ):
-    """Check and scan row ``i`` (:func:`top1_one`), bin its maximum through
+    """Check and scan row ``i``
+    (:func:`~skcalib._core.accel_kernels.top1_one`), bin its maximum through
     the cell table and add it to its cell; returns whether it passed the
     check. The reference for the groups of :func:`top1_vector`."""
     ok, a, m = top1_one(proba, i, tol)
@@ -57,8 +58,9 @@ def top1_vector(
     totals,
     width,
 ):
-    """:func:`top1_cells` for fewer than :data:`WIDE_CLASSES` columns: groups
-    of 16 rows checked, scanned and binned in vector lanes
+    """:func:`~skcalib._core.accel_kernels.top1_cells` for fewer than
+    :data:`~skcalib._core.accel_kernels.WIDE_CLASSES` columns: groups of 16
+    rows checked, scanned and binned in vector lanes
     (:mod:`skcalib._core.accel_simd`; ``width`` a tuple of ``K`` items, for
     the compile-time number of columns; ``tol`` and ``tau`` of
     :func:`skcalib._core.accel._vector_args`, ``tol_row`` the bound of the
