@@ -63,6 +63,7 @@ Transactions on Computers C-21 (7), 801-803, 1972.
 import numpy as np
 from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 __all__ = []  # private module
@@ -355,5 +356,52 @@ def top1_group_add(
         with builder.if_then(clean, likely=True):
             _add_rows(builder, hist, sums, m, b, slot)
         return status
+
+    return sig, codegen
+
+
+@intrinsic
+def high_columns(typingctx, proba, i, e1, idx):
+    """The columns of row ``i`` of 2-D C-contiguous float ``proba`` whose
+    entry is above ``e1`` (in the dtype of ``proba``), in column order, into
+    the int32 array ``idx``; returns their number (int64). Columns in
+    chunks of 16: a vector comparison, then the chosen column numbers
+    written one after the other by ``llvm.masked.compressstore``
+    (``vpcompressd`` on AVX-512) and counted by ``llvm.ctpop``: no branch
+    per column. The last ``K % 16`` columns are compared one at a time."""
+    sig = types.int64(proba, i, e1, idx)
+
+    def codegen(context, builder, signature, args):
+        proba_t, i_t, e1_t, idx_t = signature.args
+        ary = context.make_array(proba_t)(context, builder, value=args[0])
+        out = context.make_array(idx_t)(context, builder, value=args[3]).data
+        intp = context.get_value_type(types.intp)
+        i64 = ir.IntType(64)
+        elt = ary.data.type.pointee
+        k = builder.extract_value(ary.shape, 1)
+        row = builder.mul(context.cast(builder, args[1], i_t, types.intp), k)
+        e1 = _splat(builder, context.cast(builder, args[2], e1_t, proba_t.dtype))
+        it = _vector(I32)
+        mask_t = _vector(ir.IntType(1))
+        store_t = ir.FunctionType(ir.VoidType(), [it, I32.as_pointer(), mask_t])
+        store = cgutils.get_or_insert_function(
+            builder.module, store_t, "llvm.masked.compressstore.v16i32"
+        )
+        i16 = ir.IntType(GROUP)
+        ctpop = builder.module.declare_intrinsic("llvm.ctpop", [i16])
+        lanes = ir.Constant(it, list(range(GROUP)))
+        count = cgutils.alloca_once_value(builder, ir.Constant(i64, 0))
+        chunks = builder.sdiv(k, ir.Constant(intp, GROUP))
+        with cgutils.for_range(builder, chunks) as loop:
+            c0 = builder.mul(loop.index, ir.Constant(intp, GROUP))
+            at = builder.add(row, c0)
+            v = builder.load(_ptr(builder, ary.data, at, _vector(elt)), align=1)
+            high = builder.fcmp_ordered(">", v, e1)
+            m = builder.load(count)
+            columns = builder.add(_splat(builder, builder.trunc(c0, I32)), lanes)
+            builder.call(store, [columns, builder.gep(out, [m]), high])
+            n_high = builder.call(ctpop, [builder.bitcast(high, i16)])
+            builder.store(builder.add(m, builder.zext(n_high, i64)), count)
+        return builder.load(count)
 
     return sig, codegen

@@ -192,12 +192,14 @@ def test_vector_args_are_exact_in_the_dtype():
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mmap guard pages")
 def test_no_load_past_the_arrays():
     """Arrays that end just before an unreadable page: a load past the end
-    of ``y_proba`` or ``y`` would kill the process (run in a child)."""
+    of ``y_proba`` or ``y`` would kill the process (run in a child). Top-1
+    kernel below 32 columns, classwise chunks of 16 columns above."""
     script = textwrap.dedent(
         """
         import ctypes, mmap
         import numpy as np
         from skcalib._core import accel
+        from skcalib.metrics import classwise_calibration_error
         from skcalib.metrics import expected_calibration_error
         accel.MIN_SIZE = 0
         libc = ctypes.CDLL(None)
@@ -225,6 +227,13 @@ def test_no_load_past_the_arrays():
                         kw = dict(kind=kind, labels=np.arange(k))
                         a = expected_calibration_error(gy, gp, **kw)
                         assert a == expected_calibration_error(y, p, **kw)
+            for k in (32, 40, 48):  # the chunks of the classwise kernel
+                p = rng.dirichlet(np.ones(k) * 0.1, 40).astype(dtype)
+                y = rng.integers(0, k, 40)
+                gp, gy = guarded(p), guarded(y)
+                kw = dict(labels=np.arange(k))
+                a = classwise_calibration_error(gy, gp, **kw)
+                assert a == classwise_calibration_error(y, p, **kw)
         print("ok")
         """
     )
