@@ -360,14 +360,26 @@ def top1_group_add(
     return sig, codegen
 
 
+def native_compress():
+    """Whether numba compiles for a target with AVX-512 (``vpcompressd``):
+    the features it is told (``NUMBA_CPU_FEATURES``) or the host's."""
+    from llvmlite import binding
+    from numba.core import config
+
+    features = config.CPU_FEATURES
+    if features is None:
+        features = binding.get_host_cpu_features().flatten()
+    return "+avx512f" in features.split(",")
+
+
 @intrinsic
 def high_columns(typingctx, proba, i, e1, idx):
     """The columns of row ``i`` of 2-D C-contiguous float ``proba`` whose
     entry is above ``e1`` (in the dtype of ``proba``), in column order, into
-    the int32 array ``idx``; returns their number (int64). Columns in
+    the ``intp`` array ``idx``; returns their number (int64). Columns in
     chunks of 16: a vector comparison, then the chosen column numbers
     written one after the other by ``llvm.masked.compressstore``
-    (``vpcompressd`` on AVX-512) and counted by ``llvm.ctpop``: no branch
+    (``vpcompressq`` on AVX-512) and counted by ``llvm.ctpop``: no branch
     per column. The last ``K % 16`` columns are compared one at a time."""
     sig = types.int64(proba, i, e1, idx)
 
@@ -381,12 +393,11 @@ def high_columns(typingctx, proba, i, e1, idx):
         k = builder.extract_value(ary.shape, 1)
         row = builder.mul(context.cast(builder, args[1], i_t, types.intp), k)
         e1 = _splat(builder, context.cast(builder, args[2], e1_t, proba_t.dtype))
-        it = _vector(I32)
+        it = _vector(intp)  # the items of idx
         mask_t = _vector(ir.IntType(1))
-        store_t = ir.FunctionType(ir.VoidType(), [it, I32.as_pointer(), mask_t])
-        store = cgutils.get_or_insert_function(
-            builder.module, store_t, "llvm.masked.compressstore.v16i32"
-        )
+        store_t = ir.FunctionType(ir.VoidType(), [it, intp.as_pointer(), mask_t])
+        name = f"llvm.masked.compressstore.v{GROUP}i{intp.width}"
+        store = cgutils.get_or_insert_function(builder.module, store_t, name)
         i16 = ir.IntType(GROUP)
         ctpop = builder.module.declare_intrinsic("llvm.ctpop", [i16])
         lanes = ir.Constant(it, list(range(GROUP)))
@@ -398,7 +409,7 @@ def high_columns(typingctx, proba, i, e1, idx):
             v = builder.load(_ptr(builder, ary.data, at, _vector(elt)), align=1)
             high = builder.fcmp_ordered(">", v, e1)
             m = builder.load(count)
-            columns = builder.add(_splat(builder, builder.trunc(c0, I32)), lanes)
+            columns = builder.add(_splat(builder, c0), lanes)
             builder.call(store, [columns, builder.gep(out, [m]), high])
             n_high = builder.call(ctpop, [builder.bitcast(high, i16)])
             builder.store(builder.add(m, builder.zext(n_high, i64)), count)

@@ -4,8 +4,11 @@ at a time in vector lanes, the sums bit for bit those of the numpy path, no
 load outside the arrays, and its binning rule checked against
 ``np.searchsorted`` on the edges."""
 
+import os
+import platform
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import numpy as np
@@ -239,6 +242,76 @@ def test_no_load_past_the_arrays():
     )
     out = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=600
+    )
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    assert out.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("k", [32, 40, 47, 64])
+def test_high_entries(dtype, k):
+    """The columns above the first bin (by the vector compress where the
+    target has it): numpy's columns, an entry on the edge not among them."""
+    import numba
+
+    from skcalib._core import accel_kernels
+
+    @numba.njit
+    def run(p, e1, idx):
+        return [accel_kernels.high_entries(p, i, e1, idx[i]) for i in range(len(p))]
+
+    rng = np.random.default_rng(k)
+    p = rng.dirichlet(np.ones(k) * 0.2, 50).astype(dtype)
+    e1 = dtype(1 / 15)
+    p[0, ::3] = e1
+    idx = np.zeros((50, k), dtype=np.intp)
+    counts = run(p, e1, idx)
+    for i in range(50):
+        expected = np.flatnonzero(p[i] > e1)
+        assert counts[i] == expected.size
+        np.testing.assert_array_equal(idx[i, : expected.size], expected)
+
+
+@pytest.mark.skipif(
+    platform.machine().lower() not in ("x86_64", "amd64"), reason="x86 features"
+)
+def test_without_avx512_equal_numpy_path():
+    """Compiled for AVX2 (no vector compress: the scalar loop picks the
+    columns; the top-1 groups lowered to 256-bit vectors), in a child
+    process: the classwise and confidence sums of the numpy path."""
+    features = (
+        "+64bit,+sse,+sse2,+sse3,+ssse3,+sse4.1,+sse4.2,+popcnt,+avx,+avx2,"
+        "+fma,+bmi,+bmi2,+f16c,+lzcnt,+movbe,+cx16,+fxsr,+xsave,+mmx"
+    )
+    script = textwrap.dedent(
+        """
+        import numpy as np
+        from skcalib._core import accel, accel_kernels
+        from skcalib._core.inputs import check_metric_inputs
+        from skcalib._core.totals import statistics
+        assert not accel_kernels.VECTOR_COMPRESS
+        rng = np.random.default_rng(0)
+        for k in (10, 40):
+            p = rng.dirichlet(np.ones(k) * 0.3, 700)
+            y = rng.integers(0, k, 700)
+            inp = check_metric_inputs(y, p, labels=np.arange(k), check_values=False)
+            for kind in ("confidence", "classwise"):
+                accel.MIN_SIZE = 0
+                a = statistics(inp, kind, 15, "uniform")[0]
+                accel.MIN_SIZE = 1 << 62
+                b = statistics(inp, kind, 15, "uniform")[0]
+                assert np.array_equal(a, b), (k, kind)
+        print("ok")
+        """
+    )
+    env = dict(os.environ, NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES=features)
+    env["NUMBA_CACHE_DIR"] = tempfile.mkdtemp()
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
     )
     assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
     assert out.stdout.strip() == "ok"
