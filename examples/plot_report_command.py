@@ -19,7 +19,7 @@ terminal, shows what it prints and the figure it writes.
 # ------
 # ``sys.executable -m skcalib`` is the same Python that runs this example.
 # ``--out .`` writes the files into the working directory, a temporary folder
-# here; ``--quiet`` drops the progress bar.
+# here; ``--quiet`` drops the progress lines.
 import json
 import subprocess
 import sys

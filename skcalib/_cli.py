@@ -34,6 +34,9 @@ _COLUMNS = [
 ]
 
 LEGEND = [
+    "method: a skcalib calibrator by its --methods name (temperature: "
+    "skcalib.TemperatureCalibrator, dirichlet_cv: skcalib.DirichletCalibratorCV); "
+    "uncalibrated: the model's own probabilities; rows sorted by NLL, * the lowest",
     "ECE: confidence (top-1) expected calibration error, 15 equal-width bins "
     "(the plug-in value, biased upwards for small bins)",
     "ECE 95% boot. CI: 95% interval of the true binned ECE, by inversion of a "
@@ -43,35 +46,34 @@ LEGEND = [
     "NLL: mean negative log-likelihood",
     "accuracy: share of rows whose most probable class is the label; "
     "fit s: fit time summed over the folds",
-    "every calibrated score is out of fold (cross-fitted); * lowest NLL",
+    "every calibrated score is out of fold (cross-fitted)",
 ]
+
+#: Progress lines start once a run has taken this long (seconds).
+PROGRESS_AFTER_S = 1.0
 
 
 class _Progress:
-    """A one-line progress bar on stderr, drawn only after one second and only
-    on a terminal."""
+    """One line on stderr per method fitted, flushed (also when stdout or
+    stderr is a file), once the run has taken :data:`PROGRESS_AFTER_S`
+    seconds; none with ``--quiet``."""
 
-    def __init__(self, total, enabled):
-        self.total, self.done, self.enabled = total, 0, enabled
+    def __init__(self, methods, cv, enabled):
+        self.total, self.cv, self.done, self.enabled = len(methods), cv, 0, enabled
+        self.width = max(map(len, methods), default=0)
         self.start = time.perf_counter()
-        self.drawn = False
 
-    def __call__(self):
+    def __call__(self, name, seconds):
         self.done += 1
-        if not self.enabled or time.perf_counter() - self.start < 1.0:
+        elapsed = time.perf_counter() - self.start
+        if not self.enabled or elapsed < PROGRESS_AFTER_S:
             return
-        width = 30
-        filled = int(width * self.done / max(self.total, 1))
+        count = f"{self.done}/{self.total}".rjust(2 * len(str(self.total)) + 1)
         sys.stderr.write(
-            f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} folds"
+            f"skcalib report: {count} {name.ljust(self.width)}  {self.cv} folds "
+            f"fitted in {seconds:.1f} s ({elapsed:.0f} s so far)\n"
         )
         sys.stderr.flush()
-        self.drawn = True
-
-    def close(self):
-        if self.drawn:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
 
 
 def method_label(row):
@@ -121,7 +123,7 @@ def format_table(rows, fmt, report=None):
     return "\n".join([head, "-" * len(head), *map(line, body)])
 
 
-def _parser(methods):
+def _parser(methods, default):
     parser = argparse.ArgumentParser(
         prog="skcalib",
         description="Measure the calibration of a model's predictions and compare "
@@ -132,7 +134,7 @@ def _parser(methods):
         "report",
         help="report on a predictions file (CSV or NPZ) or on built-in data",
         description="Cross-fit every calibrator on the predictions (each score is "
-        "computed out of fold) and print ECE (with a bootstrap 95%% interval), MCE, "
+        "computed out of fold) and print ECE (with a bootstrap 95% interval), MCE, "
         "classwise ECE, Brier, NLL, accuracy and fit time, sorted by NLL.",
         epilog="CSV score columns are matched to classes by name: '<label>', "
         "'p_<label>', 'p<label>', 'proba_<label>', 'prob_<label>' (any order); "
@@ -174,10 +176,13 @@ def _parser(methods):
         default=None,
         help="what the scores are (default: from the NPZ key name, else auto)",
     )
+    slow = [m for m in methods if m not in default]
     rep.add_argument(
         "--methods",
-        default=",".join(methods),
-        help=f"comma-separated subset of {','.join(methods)}",
+        default=None,
+        help=f"comma-separated calibrators, or 'all' for every one; default: "
+        f"{','.join(default)}; 'all' adds the slower {','.join(slow)} (each "
+        "cross-validates inside every fold)",
     )
     rep.add_argument("--cv", type=int, default=5, help="folds (default 5)")
     rep.add_argument(
@@ -186,6 +191,12 @@ def _parser(methods):
         default=0,
         help="seed of the folds, the bootstrap and the calibrators (default 0)",
     )
+    _add_output_options(rep)
+    return parser
+
+
+def _add_output_options(rep):
+    """What the report writes and prints, and where."""
     rep.add_argument("--format", choices=["text", "markdown", "json"], default="text")
     rep.add_argument(
         "--out",
@@ -198,9 +209,13 @@ def _parser(methods):
         action="store_true",
         help="replace the outputs of an earlier run (never through a symlink)",
     )
-    rep.add_argument("--quiet", action="store_true", help="no progress bar")
+    rep.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress lines on stderr (one per method, once a run takes "
+        f"{PROGRESS_AFTER_S:g} s)",
+    )
     rep.add_argument("--debug", action="store_true", help="tracebacks on errors")
-    return parser
 
 
 def _load(args):
@@ -236,17 +251,28 @@ def _load(args):
 
 
 def _chosen_methods(args, parser, methods):
-    from skcalib._report import SKIPPED_METHODS
+    from skcalib._report import SKIPPED_METHODS, default_methods, renamed_methods
 
-    chosen = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if args.methods is None:
+        chosen = list(default_methods())
+    else:
+        chosen = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if "all" in chosen:
+        chosen = list(methods)
     skipped = [m for m in chosen if m in SKIPPED_METHODS]
     if skipped:
         parser.error(
             f"--methods: {skipped[0]!r} is not reported: {SKIPPED_METHODS[skipped[0]]}"
         )
+    renamed = {m: new for m in chosen if (new := renamed_methods().get(m))}
+    if renamed:
+        old, new = next(iter(renamed.items()))
+        parser.error(f"--methods: {old!r} is now called {new!r}")
     unknown = [m for m in chosen if m not in methods]
     if unknown or not chosen:
-        parser.error(f"--methods: unknown {unknown}; choose from {list(methods)}")
+        parser.error(
+            f"--methods: unknown {unknown}; choose from {list(methods)} or 'all'"
+        )
     if args.cv < 2:
         parser.error("--cv must be at least 2")
     return {m: methods[m] for m in chosen}
@@ -269,8 +295,10 @@ def report(args, parser):
     except OutputError as exc:
         return _fail(exc, EXIT_OUTPUT)
     except ValueError as exc:  # raised by the calibrators' own input checks
+        from skcalib._report import cli_spelling
+
         source = args.path or f"built-in:{args.dataset}"
-        return _fail(f"{source}: {exc}", EXIT_DATA)
+        return _fail(f"{source}: {cli_spelling(exc)}", EXIT_DATA)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
 
@@ -283,31 +311,25 @@ def _fail(message, code):
 
 def _report(args, methods):
     from skcalib._report import check_data, prepare_scores, run_report
-    from skcalib._report_out import check_single, prepare_dir
+    from skcalib._report_out import check_outputs
 
-    if args.out:
-        prepare_dir(args.out)  # fail before the work, not after
-    if args.html:
-        check_single(args.html, args.force)
+    # every output is checked before the work (a clash found after minutes
+    # of fitting loses them); writing checks again
+    check_outputs(args.out, args.html, args.force)
     pred = _load(args)
     scores, decision = prepare_scores(pred, args.score_type or pred.kind or "auto")
     pred.scores = scores  # the file's copy can go (renormalised rows: a copy)
     check_data(pred.labels, scores, pred.source, args.cv)
-    progress = _Progress(
-        args.cv * len(methods), enabled=not args.quiet and sys.stderr.isatty()
+    progress = _Progress(list(methods), args.cv, enabled=not args.quiet)
+    rows, probas = run_report(
+        scores,
+        pred.labels,
+        methods=methods,
+        score_type=decision.score_type,
+        cv=args.cv,
+        random_state=args.random_state,
+        progress=progress,
     )
-    try:
-        rows, probas = run_report(
-            scores,
-            pred.labels,
-            methods=methods,
-            score_type=decision.score_type,
-            cv=args.cv,
-            random_state=args.random_state,
-            progress=progress,
-        )
-    finally:
-        progress.close()
     meta = _meta(args, pred, decision, methods)
     _print_report(args, rows, meta)
     _write(args, rows, probas, scores, pred, decision, methods, meta)
@@ -315,8 +337,10 @@ def _report(args, methods):
 
 
 def _meta(args, pred, decision, methods):
-    from skcalib._report import INTERVAL
+    from skcalib._report import INTERVAL, SLOW_METHODS
     from skcalib._version import __version__
+
+    not_run = [m for m in SLOW_METHODS if m not in methods]
 
     return {
         "source": pred.source,
@@ -331,6 +355,7 @@ def _meta(args, pred, decision, methods):
         "cv": args.cv,
         "random_state": args.random_state,
         "methods": list(methods),
+        "slow_methods_not_run": not_run if args.methods is None else [],
         "ece_interval": INTERVAL,
         "notes": list(pred.notes),
         "legend": LEGEND,
@@ -348,17 +373,26 @@ def _reason(args, pred, decision):
 
 
 def _header(meta):
+    n = len(meta["methods"])
     lines = [
-        f"{meta['source']}: {meta['n_samples']} rows, {meta['n_classes']} classes, "
-        f"{meta['cv']}-fold cross-fitted calibrators, random state "
-        f"{meta['random_state']}",
+        f"{meta['source']}: {meta['n_samples']} rows, {meta['n_classes']} classes",
         f"score type: {meta['score_type']} ({meta['score_type_reason']})",
     ]
     mapping = [f"{k} <- {v}" for k, v in meta["class_columns"].items()]
     if mapping:
         more = f", ... ({len(mapping)} classes)" if len(mapping) > 6 else ""
         lines.append("classes <- columns: " + ", ".join(mapping[:6]) + more)
-    lines += [f"note: {n}" for n in meta["notes"]]
+    lines += [f"note: {note}" for note in meta["notes"]]
+    lines.append(
+        f"fitted: {n} calibrator{'s' * (n != 1)}, cross-fitted in {meta['cv']} "
+        "folds (each row is scored by a calibrator fitted on the other folds; "
+        f"random state {meta['random_state']})"
+    )
+    if meta["slow_methods_not_run"]:
+        lines.append(
+            "not run (slower; --methods all runs them): "
+            + ", ".join(meta["slow_methods_not_run"])
+        )
     return "\n".join(lines)
 
 
@@ -374,10 +408,11 @@ def _print_report(args, rows, meta):
         print()
     print(format_table(rows, args.format))
     print()
+    print(f"recommendation: {meta['recommendation']}")
+    print()
+    print("columns:")
     bullet = "  " if args.format == "text" else "- "
     print("\n".join(bullet + line for line in LEGEND))
-    print()
-    print(f"recommendation: {meta['recommendation']}")
 
 
 def _write(args, rows, probas, scores, pred, decision, methods, meta):
@@ -457,9 +492,9 @@ def _html(meta, rows, probas, pred, calibrated):
 
 def main(argv=None):
     """Entry point of the ``skcalib`` command and of ``python -m skcalib``."""
-    from skcalib._report import available_methods
+    from skcalib._report import available_methods, default_methods
 
-    parser = _parser(available_methods())
+    parser = _parser(available_methods(), default_methods())
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
         argv = ["report", *argv]

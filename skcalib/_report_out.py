@@ -1,10 +1,19 @@
 """Writing the outputs of ``skcalib report`` safely.
 
+* Checked before the work: :func:`check_outputs` refuses every clash the
+  writing would meet (``--html`` and ``--out`` alike), with a message naming
+  the option, before any calibrator is fitted; writing checks again.
 * Never through a symbolic link: an output name that is a link is refused
-  (even with ``--force``); files are created under a fresh temporary name
-  (``O_EXCL``, which never follows a link) and renamed into place with
-  :func:`os.replace`, which replaces a directory entry, never a link's target.
-* Never over an existing file without ``force``; the message names the files.
+  (even with ``force``); files are created under a fresh temporary name
+  (``O_CREAT | O_EXCL``, which never follows a link) and renamed into place
+  with :func:`os.replace`, which replaces a directory entry, never a link's
+  target.
+* With the permissions of a file the user creates: the temporary file is
+  created with mode ``0o666`` less the umask, as :func:`open` does (not
+  ``0o600`` as :func:`tempfile.mkstemp` would: a colleague on the same host
+  can read the report when the umask lets them).
+* Never over an existing file without ``force``; the message names the files
+  and the option that names them.
 * One run's files are consistent: ``manifest.json`` (written last) lists this
   run's files with their SHA-256; with ``force`` the files of the previous
   run's manifest (and a ``best_calibrator.pkl`` that this run does not
@@ -14,8 +23,8 @@
 import hashlib
 import json
 import os
+import secrets
 import stat
-import tempfile
 from pathlib import Path
 
 __all__ = []
@@ -73,8 +82,9 @@ def prepare_dir(out):
     return out
 
 
-def check_targets(paths, force):
-    """Refuse links always and existing files unless ``force``."""
+def check_targets(paths, force, option):
+    """Refuse links always and existing files unless ``force``; ``option``
+    (``"--out"``, ``"--html"``) is the one the messages say to change."""
     existing = []
     for path in paths:
         st = _lstat(path)
@@ -83,7 +93,7 @@ def check_targets(paths, force):
         if stat.S_ISLNK(st.st_mode):
             raise OutputError(
                 f"{path}: is a symbolic link; refusing to write through it "
-                "(remove it or choose another --out)"
+                f"(remove it or choose another {option})"
             )
         if not stat.S_ISREG(st.st_mode):
             raise OutputError(f"{path}: exists and is not a regular file")
@@ -91,8 +101,8 @@ def check_targets(paths, force):
     if existing and not force:
         names = ", ".join(str(p) for p in existing)
         raise OutputError(
-            f"would overwrite {names}; pass --force to replace them, or choose "
-            "another --out"
+            f"{option}: would overwrite {names}; pass --force to replace them, or "
+            f"choose another {option}"
         )
 
 
@@ -126,13 +136,33 @@ def remove_stale(paths):
             raise OutputError(f"{path}: cannot remove ({exc.strerror})") from None
 
 
+_TEMP_FLAGS = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_EXCL
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def _create_temp(path):
+    """A new file beside ``path`` under a random name, open for writing:
+    ``O_EXCL`` (never an existing file, never through a link), mode
+    ``0o666`` less the umask (the kernel applies it, as for :func:`open`)."""
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
+        try:
+            return os.open(tmp, _TEMP_FLAGS, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{path}: no free temporary name")  # pragma: no cover
+
+
 def write_bytes(path, data):
     """Write ``data`` to a temporary file beside ``path`` and rename it in."""
     path = Path(path)
     try:
-        fd, tmp = tempfile.mkstemp(
-            prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
-        )
+        fd, tmp = _create_temp(path)
     except OSError as exc:
         raise OutputError(f"{path}: cannot write ({exc.strerror})") from None
     try:
@@ -159,7 +189,7 @@ def write_run(out, files, force, meta):
     out = prepare_dir(out)
     targets = [out / name for name in files]
     stale = previous_outputs(out)
-    check_targets(sorted(set(targets) | set(stale)), force)
+    check_targets(sorted(set(targets) | set(stale)), force, "--out")
     remove_stale(stale)  # the old manifest first: no half-old, half-new run
     written, digests = [], {}
     for name, data in files.items():
@@ -178,13 +208,43 @@ def check_single(path, force):
     try:
         is_dir = stat.S_ISDIR(os.stat(parent).st_mode)
     except FileNotFoundError:
-        raise OutputError(f"{path}: the folder {parent} does not exist") from None
+        raise OutputError(
+            f"--html {path}: the folder {parent} does not exist"
+        ) from None
     except OSError as exc:
-        raise OutputError(f"{path}: {parent} is not usable ({exc.strerror})") from None
+        raise OutputError(
+            f"--html {path}: {parent} is not usable ({exc.strerror})"
+        ) from None
     if not is_dir:
-        raise OutputError(f"{path}: {parent} is not a folder")
-    check_targets([path], force)
+        raise OutputError(f"--html {path}: {parent} is not a folder")
+    check_targets([path], force, "--html")
     return path
+
+
+def _same_file(a, b):
+    """Whether paths ``a`` and ``b`` name one directory entry (their folders
+    resolved; neither needs to exist)."""
+    a, b = Path(a), Path(b)
+    return a.name == b.name and os.path.realpath(a.parent) == os.path.realpath(b.parent)
+
+
+def check_outputs(out, html, force):
+    """Everything :func:`write_run` (``out``) and :func:`write_single`
+    (``html``) would refuse, checked before the work: the ``--html`` file,
+    the ``--out`` folder (created here if missing) and the files of an
+    earlier run in it, and an ``--html`` file that is one of ``--out``'s.
+    ``None`` skips an output. The folder comes first: ``--html`` may name a
+    file in it."""
+    if out:
+        if html and any(_same_file(html, Path(out) / n) for n in KNOWN_OUTPUTS):
+            raise OutputError(
+                f"--html {html}: --out {out} writes a file of that name; "
+                "choose another --html"
+            )
+        out = prepare_dir(out)
+        check_targets(previous_outputs(out), force, "--out")
+    if html:
+        check_single(html, force)
 
 
 def write_single(path, data, force):

@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import pickle
+import stat
 import subprocess
 import sys
 
@@ -266,3 +267,84 @@ def test_html_target_is_checked_before_the_work(tmp_path, capsys, npz):
     code, _, err = run_here(capsys, npz, *FAST, "--html", existing, "--force")
     assert code == 0, err
     assert existing.read_text().startswith("<!DOCTYPE html>")
+
+
+# ------------------------------------------- every output checked first
+@pytest.fixture
+def fits(monkeypatch):
+    """Records every calibrator the run fits (each fit the real one)."""
+    import skcalib._report as report_mod
+
+    calls, real = [], report_mod.cross_fit
+
+    def recording(method_cls, *args, **kwargs):
+        calls.append(method_cls.__name__)
+        return real(method_cls, *args, **kwargs)
+
+    monkeypatch.setattr(report_mod, "cross_fit", recording)
+    return calls
+
+
+def test_earlier_run_in_out_is_refused_before_any_fit(tmp_path, capsys, npz, fits):
+    # before: the clash was found after every calibrator had been fitted
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.json").write_text("{}")
+    code, _, err = run_here(capsys, npz, *FAST, "--out", out)
+    assert code == EXIT_OUTPUT and fits == []
+    assert "--out: would overwrite" in err and "choose another --out" in err
+    assert (out / "report.json").read_text() == "{}"
+    # a file that an earlier run's manifest lists, too
+    (out / "report.json").unlink()
+    (out / "old.txt").write_text("x")
+    (out / "manifest.json").write_text(json.dumps({"files": {"old.txt": {}}}))
+    code, _, err = run_here(capsys, npz, *FAST, "--out", out)
+    assert code == EXIT_OUTPUT and fits == [] and "old.txt" in err
+
+
+def test_html_clash_names_html_not_out(tmp_path, capsys, npz, fits):
+    # before: "... or choose another --out" for an existing --html file
+    existing = tmp_path / "r.html"
+    existing.write_text("old")
+    code, _, err = run_here(capsys, npz, *FAST, "--html", existing)
+    assert code == EXIT_OUTPUT and fits == []
+    assert "choose another --html" in err and "--out" not in err
+    link = tmp_path / "l.html"
+    link.symlink_to(existing)
+    code, _, err = run_here(capsys, npz, *FAST, "--html", link, "--force")
+    assert code == EXIT_OUTPUT and "choose another --html" in err
+
+
+def test_html_that_is_an_out_file_is_refused_first(tmp_path, capsys, npz, fits):
+    out = tmp_path / "out"
+    code, _, err = run_here(
+        capsys, npz, *FAST, "--out", out, "--html", out / "report.json"
+    )
+    assert code == EXIT_OUTPUT and fits == []
+    assert "writes a file of that name; choose another --html" in err
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o027, 0o640)])
+def test_outputs_follow_the_umask(tmp_path, capsys, npz, umask, mode):
+    # before: every output 0600 (tempfile.mkstemp), whatever the umask
+    out = tmp_path / "out"
+    old = os.umask(umask)
+    try:
+        code, _, err = run_here(
+            capsys, npz, *FAST, "--out", out, "--html", tmp_path / "r.html"
+        )
+    finally:
+        os.umask(old)
+    assert code == 0, err
+    written = [*out.iterdir(), tmp_path / "r.html"]
+    assert len(written) == 5  # report, png, pickle, manifest, html
+    for path in written:
+        assert stat.S_IMODE(path.stat().st_mode) == mode, path
+    assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~umask
+
+
+def test_html_in_a_new_out_folder(tmp_path, capsys, npz):
+    out = tmp_path / "new"
+    code, _, err = run_here(capsys, npz, *FAST, "--out", out, "--html", out / "r.html")
+    assert code == 0, err
+    assert (out / "r.html").read_text().startswith("<!DOCTYPE html>")
