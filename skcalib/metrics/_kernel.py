@@ -292,7 +292,12 @@ def kernel_calibration_test(
     {notes}
 
     The asymptotic test needs :math:`n \\ge 4`; its level is accurate from
-    a few hundred samples. Consistency resampling assumes only that the
+    a few hundred samples, slightly conservative (the pair terms are
+    skewed): on calibrated Dirichlet(1, 1, 1, 1) predictions it rejects
+    4.1% at :math:`n = 500` and 4.5% at :math:`n = 2000` at level 5%
+    (4000 seeds). The size of every estimator and method at
+    :math:`n = 500` and 2000 is checked over 400 seeds by a slow test of
+    skcalib's test suite. Consistency resampling assumes only that the
     samples are independent given the predictions; it tests the
     calibration of the predictions as given (a bandwidth from the median
     heuristic depends on the predictions only, so it is the same for every
