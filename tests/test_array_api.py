@@ -143,8 +143,8 @@ CALLS = {
     "size_stratified_coverage": lambda y, p: ((y, _sets(p)), {}),
     "size_stratified_coverage_score": lambda y, p: ((y, _sets(p)), {}),
     "calibration_error_interval": lambda y, p: ((y, p), {"random_state": 0}),
-    "uncertainty_decomposition": lambda y, p: ((_member_stack(p),), {}),
-    "ensemble_proba": lambda y, p: ((_member_stack(p),), {}),
+    "uncertainty_decomposition": lambda y, p: ((_member_stack(p),), {"member_axis": 0}),
+    "ensemble_proba": lambda y, p: ((_member_stack(p),), {"member_axis": 0}),
 }
 
 #: Public callables of skcalib.metrics that are not metrics of arrays.

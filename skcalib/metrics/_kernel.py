@@ -19,6 +19,7 @@ from skcalib._core.compat import Interval, StrOptions, validate_params
 from skcalib._core.inputs import COMMON_CONSTRAINTS, check_metric_inputs
 from skcalib._core.xp import host_array_api
 from skcalib.metrics._kernel_core import (
+    canonical_order,
     linear_terms,
     median_bandwidth,
     quadratic_sums,
@@ -47,16 +48,23 @@ _PARAMS_DOC = """\
     estimator : {"quadratic", "linear"}, default=ESTIMATOR
         ``"quadratic"``: the unbiased estimator SKCE_uq, the mean of
         :math:`h_{ij}` over all pairs :math:`i < j` (:math:`O(n^2)` time,
-        computed in blocks of 256 rows: :math:`O(1)` extra memory).
+        computed in blocks of 256 rows: :math:`O(1)` extra memory), summed
+        with the rows in a canonical order (sorted lexicographically by
+        :math:`(p_i, y_i)`), so that not even its rounding depends on the
+        row order.
         ``"linear"``: the linear-time estimator SKCE_ul, the mean over the
         disjoint pairs ``(0, 1), (2, 3), ...`` of the rows in their given
         order (a last odd row is left out); it depends on the row order.
     bandwidth : "median" or float > 0, default="median"
         The bandwidth :math:`\\nu` of the kernel. ``"median"``: the median
-        of the distances :math:`\\|p_i - p_j\\|` over the pairs of rows (of
-        500 evenly spaced rows when there are more), which depends on the
-        predictions only, never on the labels (so the estimators stay
-        unbiased under calibration and the tests keep their level).
+        of the distances :math:`\\|p_i - p_j\\|` over all pairs of rows,
+        exactly, up to 4096 rows; above, over the pairs of 4096 rows taken
+        at evenly spaced ranks of the rows sorted lexicographically by
+        their values (first column, ties by the next), never by their
+        positions. Either way it does not depend on the row order, and it
+        depends on the predictions only, never on the labels (so the
+        estimators stay unbiased under calibration and the tests keep
+        their level).
     sample_weight : None
         Not supported (must be None): a weighted U-statistic is neither
         unbiased nor the metric of repeated rows (a repeated row pairs with
@@ -111,9 +119,11 @@ def _doc(default_estimator):
     return decorate
 
 
-def _kernel_inputs(y_true, y_proba, sample_weight, labels, bandwidth):
+def _kernel_inputs(y_true, y_proba, sample_weight, labels, bandwidth, estimator):
     """Validated ``(P, y, nu)``: float64 ``(n, K)`` probabilities, label
-    codes and the bandwidth."""
+    codes and the bandwidth; for the quadratic estimator the rows are put
+    in their canonical order (:func:`canonical_order`), for the linear one
+    they stay in their given order (its pairs)."""
     if sample_weight is not None:
         raise ValueError(
             "sample_weight is not supported by the kernel calibration error: "
@@ -125,8 +135,12 @@ def _kernel_inputs(y_true, y_proba, sample_weight, labels, bandwidth):
     P = np.asarray(inputs.proba, dtype=np.float64)
     if P.ndim == 1:
         P = np.column_stack([1.0 - P, P])
+    y = inputs.y.astype(np.intp)
+    if estimator == "quadratic":
+        order = canonical_order(P, y)
+        P, y = P[order], y[order]
     nu = median_bandwidth(P) if bandwidth == "median" else float(bandwidth)
-    return P, inputs.y.astype(np.intp), nu
+    return P, y, nu
 
 
 def _estimate(P, y, nu, estimator):
@@ -199,7 +213,9 @@ def kernel_calibration_error(
     >>> round(kernel_calibration_error(y, sharp), 5)
     0.00791
     """
-    P, y, nu = _kernel_inputs(y_true, y_proba, sample_weight, labels, bandwidth)
+    P, y, nu = _kernel_inputs(
+        y_true, y_proba, sample_weight, labels, bandwidth, estimator
+    )
     return _estimate(P, y, nu, estimator)
 
 
@@ -276,12 +292,18 @@ def kernel_calibration_test(
     {notes}
 
     The asymptotic test needs :math:`n \\ge 4`; its level is accurate from
-    a few hundred samples. Consistency resampling assumes only that the
+    a few hundred samples, slightly conservative (the pair terms are
+    skewed): on calibrated Dirichlet(1, 1, 1, 1) predictions it rejects
+    4.1% at :math:`n = 500` and 4.5% at :math:`n = 2000` at level 5%
+    (4000 seeds). The size of every estimator and method at
+    :math:`n = 500` and 2000 is checked over 400 seeds by a slow test of
+    skcalib's test suite. Consistency resampling assumes only that the
     samples are independent given the predictions; it tests the
     calibration of the predictions as given (a bandwidth from the median
     heuristic depends on the predictions only, so it is the same for every
-    resample). Its draws are made row by row, so a seed gives other draws
-    to permuted rows (and SKCE_ul itself depends on the row order).
+    resample). Its draws are made row by row, in the canonical row order
+    for SKCE_uq (so a seed gives the same p-value to permuted rows) and in
+    the given order for SKCE_ul (which itself depends on the row order).
 
     Power: SKCE_ul has a standard deviation of order :math:`n^{-1/2}`,
     SKCE_uq of order :math:`1/n` under calibration, so the quadratic test
@@ -318,7 +340,9 @@ def kernel_calibration_test(
     >>> result.pvalue < 0.01, round(result.effect, 3)
     (True, 0.121)
     """
-    P, y, nu = _kernel_inputs(y_true, y_proba, sample_weight, labels, bandwidth)
+    P, y, nu = _kernel_inputs(
+        y_true, y_proba, sample_weight, labels, bandwidth, estimator
+    )
     n = P.shape[0]
     if method is None:
         method = "asymptotic" if estimator == "linear" else "bootstrap"

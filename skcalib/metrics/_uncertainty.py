@@ -3,7 +3,7 @@ predictions: the entropy and the variance decompositions into aleatoric and
 epistemic parts, and the ensemble's averaged prediction."""
 
 from dataclasses import dataclass
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import xlogy
@@ -21,6 +21,7 @@ from skcalib._core.xp import host_array_api
 __all__ = ["UncertaintyDecomposition", "ensemble_proba", "uncertainty_decomposition"]
 
 _SHAPE = "(n_members, n_samples, n_classes)"
+_SHAPE_SAMPLES_FIRST = "(n_samples, n_members, n_classes)"
 
 
 @dataclass(frozen=True)
@@ -90,17 +91,24 @@ class UncertaintyDecomposition:
     base: float | None = None
 
 
-def _stack(member_proba, name):
+def _stack(member_proba, name, member_axis):
     """The members as one float array of shape ``(M, n, K)`` (no copy of a
-    float32 or float64 ndarray)."""
-    if isinstance(member_proba, (list, tuple)):
+    float32 or float64 ndarray with the members first; one copy with the
+    axes swapped for ``member_axis=1``).
+
+    ``member_axis=None`` is the members-first order of a list or tuple (its
+    entries are the members); for an array the data cannot tell
+    ``(n_members, n_samples, n_classes)`` from ``(n_samples, n_members,
+    n_classes)``, so an array without ``member_axis`` is an error."""
+    sequence = isinstance(member_proba, (list, tuple))
+    if sequence:
         shapes = [np.shape(m) for m in member_proba]
         for i, shape in enumerate(shapes):
             if shape != shapes[0]:
                 raise ValueError(
-                    f"Every member of {name} must have the same shape (n_samples, "
-                    f"n_classes); member 0 has shape {shapes[0]}, member {i} has "
-                    f"shape {shape}."
+                    f"Every entry of {name} (a list) must have the same shape; "
+                    f"entry 0 has shape {shapes[0]}, entry {i} has shape "
+                    f"{shape}."
                 )
     stack = np.asarray(member_proba)
     if stack.dtype.kind not in "fiub":
@@ -110,20 +118,37 @@ def _stack(member_proba, name):
     if stack.ndim != 3:
         hint = (
             " One model's predictions of shape (n_samples, n_classes) are not an "
-            "ensemble: stack the members' predictions along a first axis."
+            "ensemble: stack the members' predictions along a new axis (and "
+            "name it with member_axis), or pass the list of them."
             if stack.ndim == 2
             else ""
         )
         raise ValueError(
-            f"{name} must be 3-D of shape {_SHAPE}, got an array of shape "
+            f"{name} must be 3-D of shape {_SHAPE} (member_axis=0) or "
+            f"{_SHAPE_SAMPLES_FIRST} (member_axis=1), got an array of shape "
             f"{stack.shape}.{hint}"
         )
+    if member_axis is None:
+        if not sequence:
+            a, b, _ = stack.shape
+            raise ValueError(
+                f"{name} is an array of shape {stack.shape}: its values cannot "
+                f"tell {_SHAPE} from {_SHAPE_SAMPLES_FIRST}, so say which axis "
+                f"holds the members: member_axis=0 for {a} members of {b} "
+                f"samples, member_axis=1 for {b} members of {a} samples (a list "
+                "of the members' (n_samples, n_classes) arrays needs no "
+                "member_axis)."
+            )
+        member_axis = 0
+    if member_axis == 1:
+        stack = np.ascontiguousarray(stack.swapaxes(0, 1))
     n_members, n_samples, n_classes = stack.shape
     if n_members < 2:
         raise ValueError(
-            f"{name} has {n_members} member(s) (shape {stack.shape}); the "
-            "epistemic part needs at least 2 members (ensemble models or "
-            "MC-dropout passes) along the first axis."
+            f"{name} has {n_members} member(s) (shape {stack.shape} in the "
+            f"order {_SHAPE}); the epistemic part needs at least 2 members "
+            f"(ensemble models or MC-dropout passes) along axis "
+            f"member_axis={member_axis}."
         )
     if n_samples < 1 or n_classes < 2:
         raise ValueError(
@@ -162,8 +187,8 @@ def _check_member_proba(stack, name):
         )
 
 
-def _member_proba(member_scores, score_type, name):
-    stack = _stack(member_scores, name)
+def _member_proba(member_scores, score_type, name, member_axis):
+    stack = _stack(member_scores, name, member_axis)
     if score_type == "logit":
         n_members, n_samples, n_classes = stack.shape
         flat = stack.reshape(n_members * n_samples, n_classes)
@@ -211,23 +236,41 @@ _CONSTRAINTS = {
     "score_type": [StrOptions({"probability", "logit"})],
     "sample_weight": ["array-like", None],
     "base": [Interval(Real, 1, None, closed="neither"), None],
+    "member_axis": [Interval(Integral, 0, 1, closed="both"), None],
 }
 
 
 @host_array_api("member_proba")
 @validate_params(_CONSTRAINTS, prefer_skip_nested_validation=True)
 def uncertainty_decomposition(
-    member_proba, *, score_type="probability", sample_weight=None, base=None
+    member_proba,
+    *,
+    member_axis=None,
+    score_type="probability",
+    sample_weight=None,
+    base=None,
 ):
     """Split an ensemble's predictive uncertainty into aleatoric and epistemic.
 
     Parameters
     ----------
-    member_proba : array-like of shape (n_members, n_samples, n_classes)
+    member_proba : array-like of shape (n_members, n_samples, n_classes) \
+            or (n_samples, n_members, n_classes)
         The predictions of each member of an ensemble (or of each
-        MC-dropout pass) on the same samples, stacked along the first axis;
-        a list of ``n_members`` arrays of shape ``(n_samples, n_classes)``
-        is accepted. At least 2 members and 2 classes.
+        MC-dropout pass) on the same samples: a list (or tuple) of
+        ``n_members`` arrays of shape ``(n_samples, n_classes)``, or one
+        3-D array whose member axis ``member_axis`` names. At least 2
+        members and 2 classes.
+    member_axis : {0, 1} or None, default=None
+        The axis of ``member_proba`` that holds the members: ``0`` for
+        ``(n_members, n_samples, n_classes)`` (``np.stack`` of the members'
+        predictions), ``1`` for ``(n_samples, n_members, n_classes)``
+        (``np.stack(..., axis=1)``, a batch of MC-dropout passes). None:
+        the entries of a list or tuple are the members; for an array it is
+        an error, because its values cannot decide the order (in either
+        order every row is a probability vector, or a row of logits) and
+        the wrong order silently gives the decomposition of other
+        "members" (per-member arrays of the wrong length).
     score_type : {"probability", "logit"}, default="probability"
         What ``member_proba`` holds, never guessed. ``"probability"``:
         values in ``[0, 1]``, rows summing to 1 within the tolerance of
@@ -293,7 +336,8 @@ def uncertainty_decomposition(
     provide. Float32 input is computed in float32 (about 7 significant
     digits, ample for these measures) without a float64 copy of the stack;
     other input in float64. Besides the input, the work takes two arrays of
-    its shape and dtype at most. With scikit-learn's
+    its shape and dtype at most (and, for ``member_axis=1``, one copy of the
+    input in the members-first order). With scikit-learn's
     ``array_api_dispatch=True``, a stack of another array-API namespace
     (torch, CuPy, ...) is computed on the host (one transfer) and the
     arrays of the result come back in its namespace and on its device.
@@ -327,8 +371,17 @@ def uncertainty_decomposition(
     [0.0, 0.5]
     >>> d.mean_epistemic
     0.5
+
+    An array says which axis holds the members (here the same two members
+    of the same two samples, samples first):
+
+    >>> by_sample = np.array(members).swapaxes(0, 1)
+    >>> by_sample.shape
+    (2, 2, 2)
+    >>> uncertainty_decomposition(by_sample, member_axis=1, base=2).epistemic.tolist()
+    [0.0, 1.0]
     """
-    proba = _member_proba(member_proba, score_type, "member_proba")
+    proba = _member_proba(member_proba, score_type, "member_proba", member_axis)
     n_samples = proba.shape[1]
     if sample_weight is not None:
         n_weights = np.shape(sample_weight)
@@ -355,20 +408,30 @@ def uncertainty_decomposition(
 @validate_params(
     {
         "member_scores": ["array-like"],
+        "member_axis": [Interval(Integral, 0, 1, closed="both"), None],
         "score_type": [StrOptions({"probability", "logit"})],
         "average": [StrOptions({"probability", "logit"})],
     },
     prefer_skip_nested_validation=True,
 )
-def ensemble_proba(member_scores, *, score_type="probability", average="probability"):
+def ensemble_proba(
+    member_scores, *, member_axis=None, score_type="probability", average="probability"
+):
     """Average the members' predictions into the ensemble's probabilities.
 
     Parameters
     ----------
-    member_scores : array-like of shape (n_members, n_samples, n_classes)
-        Each member's probabilities or logits, stacked along the first axis
-        (or a list of arrays of shape ``(n_samples, n_classes)``); checked
-        as in :func:`uncertainty_decomposition`.
+    member_scores : array-like of shape (n_members, n_samples, n_classes) \
+            or (n_samples, n_members, n_classes)
+        Each member's probabilities or logits: a list of arrays of shape
+        ``(n_samples, n_classes)``, or one 3-D array whose member axis
+        ``member_axis`` names; checked as in
+        :func:`uncertainty_decomposition`.
+    member_axis : {0, 1} or None, default=None
+        The axis of ``member_scores`` that holds the members (``0``:
+        members first, ``1``: samples first). None: the entries of a list
+        or tuple are the members; for an array it is an error (its values
+        cannot decide the order), as in :func:`uncertainty_decomposition`.
     score_type : {"probability", "logit"}, default="probability"
         What ``member_scores`` holds, never guessed.
     average : {"probability", "logit"}, default="probability"
@@ -414,10 +477,15 @@ def ensemble_proba(member_scores, *, score_type="probability", average="probabil
     >>> ensemble_proba([[[2.0, 0.0]], [[4.0, 0.0]]], score_type="logit",
     ...                average="logit").round(4).tolist()
     [[0.9526, 0.0474]]
+    >>> import numpy as np
+    >>> stacked = np.array(members)  # (n_members, n_samples, n_classes)
+    >>> ensemble_proba(stacked, member_axis=0).tolist()
+    [[0.5, 0.5]]
     """
     if score_type == "logit" and average == "logit":
-        return softmax(_mean_member(_stack(member_scores, "member_scores")))
-    proba = _member_proba(member_scores, score_type, "member_scores")
+        stack = _stack(member_scores, "member_scores", member_axis)
+        return softmax(_mean_member(stack))
+    proba = _member_proba(member_scores, score_type, "member_scores", member_axis)
     if average == "probability":
         return _mean_member(proba)
     log_proba = np.log(np.maximum(proba, proba.dtype.type(PROBA_FLOOR)))

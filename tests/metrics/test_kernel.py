@@ -11,6 +11,7 @@ import pytest
 from scipy.spatial.distance import pdist
 from scipy.stats import norm
 
+import skcalib.metrics._kernel_core as core
 from skcalib.metrics import kernel_calibration_error, kernel_calibration_test
 from skcalib.metrics._kernel_core import (
     draw_labels,
@@ -102,13 +103,71 @@ def test_tied_rows_get_distance_zero():
 def test_median_bandwidth():
     _, P = _calibrated(300, 4, seed=4)
     assert median_bandwidth(P) == pytest.approx(np.median(pdist(P)), rel=1e-13)
-    _, big = _calibrated(2500, 4, seed=4)
-    rows = np.linspace(0, 2499, 500).round().astype(int)
-    assert median_bandwidth(big) == pytest.approx(np.median(pdist(big[rows])))
+    _, big = _calibrated(2500, 4, seed=4)  # up to 4096 rows: every pair
+    assert median_bandwidth(big) == pytest.approx(np.median(pdist(big)), rel=1e-13)
     # Mostly tied rows: the median of the positive distances.
     tied = np.repeat(P[:2], [50, 1], axis=0)
     assert median_bandwidth(tied) == pytest.approx(np.linalg.norm(P[0] - P[1]))
     assert median_bandwidth(np.repeat(P[:1], 5, axis=0)) == 1.0
+
+
+def _slow_median_distance(P):
+    """The median of ||p_i - p_j|| over all pairs i < j, row by row."""
+    return np.median(
+        np.concatenate(
+            [np.sqrt(((P[i + 1 :] - P[i]) ** 2).sum(axis=1)) for i in range(len(P))]
+        )
+    )
+
+
+def test_median_bandwidth_does_not_depend_on_the_row_order():
+    """Issue 30, item 7: at n = 3000 the median came from 500 rows at evenly
+    spaced positions, so permuted rows gave another bandwidth and another
+    SKCE (-3.1778e-05 against -3.1704e-05 here). It is now the exact median
+    of the 4.5 million pairs (the slow row-by-row median), and SKCE_uq sums
+    its rows in their canonical order: permuted rows give the same bits."""
+    rng = np.random.default_rng(0)
+    n, k = 3000, 3
+    p = rng.dirichlet(np.ones(k), size=n)
+    y = np.minimum((rng.random((n, 1)) > p.cumsum(axis=1)).sum(axis=1), k - 1)
+    perm = np.random.default_rng(1).permutation(n)
+    by_value = np.argsort(p[:, 0])
+    nu = median_bandwidth(p)
+    assert nu == pytest.approx(_slow_median_distance(p), rel=1e-14)
+    assert median_bandwidth(p[perm]) == nu == median_bandwidth(p[by_value])
+    uq = kernel_calibration_error(y, p)
+    assert kernel_calibration_error(y[perm], p[perm]) == uq
+    assert kernel_calibration_error(y[by_value], p[by_value]) == uq
+    assert uq == pytest.approx(
+        kernel_calibration_error(y, p, bandwidth=_slow_median_distance(p)),
+        rel=1e-12,
+    )
+    # The quadratic consistency-resampling test: the same p-value for a seed.
+    a = kernel_calibration_test(
+        y[:400], p[:400], estimator="quadratic", n_resamples=50, random_state=0
+    )
+    sub = perm[perm < 400]
+    b = kernel_calibration_test(
+        y[sub], p[sub], estimator="quadratic", n_resamples=50, random_state=0
+    )
+    assert (a.statistic, a.pvalue) == (b.statistic, b.pvalue)
+
+
+def test_median_bandwidth_subsample_above_median_rows(monkeypatch):
+    """Above MEDIAN_ROWS rows the median is over the rows at evenly spaced
+    ranks of the rows sorted by value (Python's tuple order here), so it
+    does not depend on their order either."""
+    monkeypatch.setattr(core, "MEDIAN_ROWS", 40)
+    _, P = _calibrated(301, 4, seed=14)
+    P[5] = P[17]  # a tied row
+    ranked = sorted(map(tuple, P))
+    picks = [round(i * 300 / 39) for i in range(40)]
+    expected = _slow_median_distance(np.array([ranked[i] for i in picks]))
+    nu = median_bandwidth(P)
+    assert nu == pytest.approx(expected, rel=1e-14)
+    for seed in range(3):
+        perm = np.random.default_rng(seed).permutation(301)
+        assert median_bandwidth(P[perm]) == nu
 
 
 def test_median_bandwidth_is_the_default():
@@ -221,6 +280,13 @@ def test_consistency_resampling_recomputes_the_estimator(estimator):
     )
     stat = kernel_calibration_error(y, P, estimator=estimator, bandwidth=nu)
     assert r.statistic == stat
+    if estimator == "quadratic":  # the draws go to the rows sorted by (p, y)
+        order = sorted(range(41), key=lambda i: (*P[i], y[i]))
+        Y = draw_labels(P[order], 25, np.random.RandomState(0))
+        expected = [
+            kernel_calibration_error(Y[:, b], P[order], bandwidth=nu, labels=[0, 1, 2])
+            for b in range(25)
+        ]
     assert r.pvalue == (1 + np.sum(np.asarray(expected) >= stat)) / 26
 
 
