@@ -75,6 +75,16 @@ def _mechanism_changed(what):
     )
 
 
+#: scikit-learn's scorer class, the one ``make_scorer`` returns (1.6 to 1.9:
+#: ``_Scorer(score_func, sign, kwargs, response_method)`` whose
+#: ``_score(method_caller, estimator, X, y_true, **kwargs)`` scores the
+#: response). Its consumers (``LogisticRegressionCV``,
+#: ``TunedThresholdClassifierCV``, multi-metric scoring) read the private
+#: attributes ``_score_func``, ``_sign``, ``_kwargs`` and ``_response_method``
+#: and call ``_score``, so skcalib's scorers subclass it.
+SklearnScorer = _sklearn_scorer_module._Scorer
+
+
 def sklearn_scorer_table():
     """scikit-learn's name -> scorer dict, the one its ``get_scorer`` reads.
 
@@ -179,6 +189,7 @@ estimator_with_converted_arrays = _estimator_with_converted_arrays
 max_precision_float_dtype = _max_precision_float_dtype
 
 __all__ = [
+    "SklearnScorer",
     "array_api_compat",
     "array_namespace_of",
     "convert_to_numpy",

@@ -3,10 +3,13 @@
 A scorer calls ``estimator.predict_proba`` and a metric with
 ``labels=estimator.classes_``, so that the columns are named by the classifier
 and never guessed from the labels a cross-validation fold happens to hold.
-Each call builds a :func:`sklearn.metrics.make_scorer` object (with
-``response_method="predict_proba"``) carrying those labels, so the response
-handling (binary: the column of ``classes_[1]``), ``sample_weight`` and
-metadata routing are scikit-learn's own. Losses are negated
+The scorers are scikit-learn scorers: :class:`ProbaScorer` subclasses the
+class :func:`sklearn.metrics.make_scorer` returns (with
+``response_method="predict_proba"``) and only adds those labels, so the
+response handling (binary: the column of ``classes_[1]``), ``sample_weight``,
+metadata routing and every consumer that reads a scorer's attributes
+(``LogisticRegressionCV``, ``TunedThresholdClassifierCV``, multi-metric
+scoring) are scikit-learn's own. Losses are negated
 (``greater_is_better=False``) and named ``neg_*``. Importing skcalib never
 touches scikit-learn's scorer table: :func:`get_scorer` looks in our table
 first and falls back to :func:`sklearn.metrics.get_scorer`; the explicit
@@ -18,9 +21,8 @@ import copy
 
 from sklearn.metrics import get_scorer as _sklearn_get_scorer
 from sklearn.metrics import get_scorer_names as _sklearn_get_scorer_names
-from sklearn.metrics import make_scorer
 
-from skcalib._core.compat import validate_params
+from skcalib._core.compat import SklearnScorer, validate_params
 from skcalib.metrics._calibration_error import (
     classwise_calibration_error,
     expected_calibration_error,
@@ -45,13 +47,16 @@ __all__ = [
 ]
 
 
-class ProbaScorer:
-    """A scorer ``scorer(estimator, X, y)`` of a metric of ``predict_proba``
-    that names the columns with ``labels=estimator.classes_``.
+class ProbaScorer(SklearnScorer):
+    """A scikit-learn scorer of a metric of ``predict_proba`` that names the
+    columns with ``labels=estimator.classes_``.
 
     Made by :func:`make_proba_scorer`; use it wherever scikit-learn takes a
     ``scoring`` callable (:class:`~sklearn.model_selection.GridSearchCV`,
-    :func:`~sklearn.model_selection.cross_validate`, multi-metric dicts).
+    :func:`~sklearn.model_selection.cross_validate`,
+    :class:`~sklearn.linear_model.LogisticRegressionCV`,
+    :class:`~sklearn.model_selection.TunedThresholdClassifierCV`,
+    :func:`~sklearn.inspection.permutation_importance`, multi-metric dicts).
 
     Parameters
     ----------
@@ -67,17 +72,29 @@ class ProbaScorer:
     See Also
     --------
     make_proba_scorer : Makes one.
+    sklearn.metrics.make_scorer : The scorers this class extends.
 
     Notes
     -----
-    Each call builds ``make_scorer(score_func, greater_is_better=...,
-    response_method="predict_proba", labels=estimator.classes_, **kwargs)``
-    and calls it: scikit-learn passes a binary metric the 1-D column of
-    ``classes_[1]`` (``labels[1]``, the positive class of our metrics) and
-    handles ``sample_weight`` and metadata routing
-    (:meth:`set_score_request`). An estimator without ``classes_`` is scored
-    without ``labels``: the metric then takes the labels of ``y`` when they
-    name every column, and raises otherwise.
+    A subclass of the class of ``make_scorer(score_func,
+    greater_is_better=..., response_method="predict_proba", **kwargs)``
+    (``sklearn.metrics._scorer._Scorer``): it has that scorer's attributes,
+    ``set_score_request``, metadata routing and ``sample_weight`` handling,
+    and scikit-learn passes a binary metric the 1-D column of
+    ``classes_[1]`` (``labels[1]``, the positive class of our metrics). The
+    one difference: each score also passes the metric
+    ``labels=estimator.classes_`` (unless ``kwargs`` or the routed metadata
+    give ``labels``). An estimator without ``classes_`` is scored without
+    ``labels``: the metric then takes the labels of ``y`` when they name
+    every column, and raises otherwise.
+
+    scikit-learn consumers that rebuild a scorer from its attributes do not
+    call this class: :class:`~sklearn.linear_model.LogisticRegressionCV`
+    passes ``labels=classes`` itself; the curve scorer of
+    :class:`~sklearn.model_selection.TunedThresholdClassifierCV` scores the
+    thresholded labels (0/1 predictions, so a Brier score or an ECE there is
+    the error rate) without ``labels``, so the metric takes the labels of
+    ``y``.
 
     Examples
     --------
@@ -96,82 +113,18 @@ class ProbaScorer:
     """
 
     def __init__(self, score_func, sign, kwargs):
-        self._score_func = score_func
-        self._sign = sign
-        self._kwargs = dict(kwargs)
-        self._requests = None
-
-    def _scorer(self, estimator):
-        kwargs = dict(self._kwargs)
-        classes = getattr(estimator, "classes_", None)
-        if "labels" not in kwargs and classes is not None:
-            kwargs["labels"] = classes
-        scorer = make_scorer(
-            self._score_func,
-            greater_is_better=self._sign > 0,
-            response_method="predict_proba",
-            **kwargs,
+        super().__init__(
+            score_func, sign, dict(kwargs), response_method="predict_proba"
         )
-        if self._requests is not None:
-            scorer.set_score_request(**self._requests)
-        return scorer
 
-    def __call__(self, estimator, X, y_true, sample_weight=None, **kwargs):
-        """The score of ``estimator`` on ``X`` against ``y_true``.
-
-        Parameters
-        ----------
-        estimator : object
-            A fitted classifier with ``predict_proba`` (and ``classes_``).
-        X : array-like
-            Its input.
-        y_true : array-like of shape (n_samples,)
-            The true labels.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Sample weights.
-        **kwargs : dict
-            Routed metadata (``enable_metadata_routing=True``).
-
-        Returns
-        -------
-        score : float
-            Greater is better (losses negated).
-        """
-        if sample_weight is not None:
-            kwargs["sample_weight"] = sample_weight
-        return self._scorer(estimator)(estimator, X, y_true, **kwargs)
-
-    def set_score_request(self, **kwargs):
-        """Request metadata for the metric, as
-        :meth:`sklearn.metrics.make_scorer`'s scorers do.
-
-        Parameters
-        ----------
-        **kwargs : dict
-            ``param_name=alias`` (``True``, ``False``, ``None`` or a str).
-
-        Returns
-        -------
-        self : ProbaScorer
-        """
-        make_scorer(self._score_func).set_score_request(**kwargs)  # checks
-        self._requests = dict(kwargs)
-        return self
-
-    def get_metadata_routing(self):
-        """The metadata routing of the scorer (see :meth:`set_score_request`).
-
-        Returns
-        -------
-        routing : MetadataRequest
-        """
-        return self._scorer(None).get_metadata_routing()
-
-    def _accept_sample_weight(self):
-        # Asked of every scorer by scikit-learn's multi-metric scoring and
-        # searches (>= 1.8) to decide whether to pass sample_weight.
-        accept = getattr(self._scorer(None), "_accept_sample_weight", None)
-        return True if accept is None else accept()
+    def _score(self, method_caller, estimator, X, y_true, **kwargs):
+        # Called by __call__ and by scikit-learn's multi-metric scorer (with
+        # its cached predict_proba): the one place the labels are added.
+        if "labels" not in self._kwargs and "labels" not in kwargs:
+            classes = getattr(estimator, "classes_", None)
+            if classes is not None:
+                kwargs["labels"] = classes
+        return super()._score(method_caller, estimator, X, y_true, **kwargs)
 
     def __repr__(self):
         kwargs = "".join(f", {k}={v!r}" for k, v in self._kwargs.items())

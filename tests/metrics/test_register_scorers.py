@@ -8,9 +8,9 @@ import pytest
 import sklearn
 import sklearn.metrics
 from sklearn.datasets import make_classification
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 from sklearn.metrics import check_scoring, make_scorer
-from sklearn.model_selection import GridSearchCV, cross_validate
+from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_validate
 from sklearn.utils._param_validation import (
     InvalidParameterError,
     StrOptions,
@@ -104,6 +104,20 @@ def test_cross_validate_strings_equal_objects(data):
         assert np.all(values <= 0)
     single = cross_validate(model, X, y, cv=3, scoring="neg_aurc")["test_score"]
     np.testing.assert_array_equal(single, by_object["test_neg_aurc"])
+
+
+def test_logistic_regression_cv_with_a_registered_name(data):
+    # Issue 30 item 10: LogisticRegressionCV rebuilds the scorer from its
+    # private attributes; it raised AttributeError (no _response_method).
+    _, X, y = data
+    register_scorers()
+    folds = list(StratifiedKFold(3).split(X, y))
+    by_name = LogisticRegressionCV(Cs=[0.1, 1.0], cv=folds, scoring=ECE).fit(X, y)
+    by_object = LogisticRegressionCV(Cs=[0.1, 1.0], cv=folds, scoring=ece_scorer)
+    by_object.fit(X, y)
+    for k in by_name.classes_:
+        np.testing.assert_array_equal(by_name.scores_[k], by_object.scores_[k])
+    assert np.all(by_name.scores_[k] <= 0)
 
 
 def test_idempotent_and_undone(data):

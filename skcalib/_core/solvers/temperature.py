@@ -278,17 +278,32 @@ def fit_temperature(
             bounds = _separated_bounds(z_max - z_min, sample_weight)
         return float(bounds[0]), 0, "lower_bound"
     gap = -dy
-    w_gap = gap if sample_weight is None else gap * sample_weight
     total_all = float(n if sample_weight is None else sample_weight.sum())
-    if bounds is None:
-        bounds = temperature_bounds(
-            float(active.min() * -1.0), float(w_gap.max()), total_all, z.shape[1]
+    max_gap = float(-active.min())
+    if max_gap < np.finfo(np.float64).tiny:
+        # 1 / scale would overflow and the solver's unit is lost: the fit
+        # returned T = 2e-310 for gaps of 2e-322 (probabilities 0.5 apart).
+        raise ValueError(
+            f"The largest gap between a true-class logit and its row's top "
+            f"logit is {max_gap:.3g}, below the smallest normal float64 "
+            f"({np.finfo(np.float64).tiny:.3g}): subnormal scores keep only a "
+            "few significant bits and cannot be scaled. Multiply X by a large "
+            "constant (for example 2.0**600); the temperature is multiplied "
+            "by it."
         )
     # Solve in units of the largest gap (a power of two: exact), so that the
-    # squared gaps in the derivatives neither overflow nor underflow.
-    scale = _gap_scale(float(-active.min()))
-    bounds = (bounds[0] / scale, bounds[1] / scale)
+    # squared gaps in the derivatives neither overflow nor underflow; the
+    # bracket is computed in those units too (in the units of the scores,
+    # subnormal gaps would give a lower bound of 0 and a log of 0).
+    scale = _gap_scale(max_gap)
     dy = dy / scale
+    if bounds is None:
+        w_gap = -dy if sample_weight is None else -dy * sample_weight
+        bounds = temperature_bounds(
+            1.0 * max_gap / scale, float(w_gap.max()), total_all, z.shape[1]
+        )
+    else:
+        bounds = (bounds[0] / scale, bounds[1] / scale)
     coarse_ok = n > 200_000 and 2.0**-60 <= scale <= 2.0**60
     wrong = gap > 0
     # Start: the weighted mean gap of the rows whose true class is not on top.
