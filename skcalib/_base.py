@@ -35,6 +35,7 @@ from skcalib._core.xp_estimator import (
     call_on_host,
     fit_native,
     fit_on_host,
+    follows_input,
     predict_proba_native,
     take_classes,
 )
@@ -410,6 +411,7 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
             meta=np.empty((0, 0), dtype=dtype),
         )
 
+    @follows_input
     def predict_proba(self, X):
         """Calibrated probabilities.
 
@@ -468,6 +470,7 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         with np.errstate(divide="ignore"):
             return np.log(proba)
 
+    @follows_input
     def predict(self, X):
         """Most probable class after calibration.
 

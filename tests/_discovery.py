@@ -267,33 +267,6 @@ def iterative(est):
     return any(k == "tol" or k.endswith("__tol") for k in params)
 
 
-def resolved_strengths(fitted):
-    """The regularisation strengths that a fitted iterative method resolved
-    from the data: ``{name: value}`` for each ``reg_*`` parameter set to
-    ``"auto"`` whose fitted ``name_`` is a number (Dirichlet and matrix
-    scaling: ``c / n_eff`` with Kish's ``n_eff = (sum s)^2 / sum s^2``).
-
-    Such a rule cannot make a weight of 2 a duplicated row: a strength that
-    does not change when every weight is multiplied by a constant (weights
-    of any scale give the same result) gives weights all 2 the strength of
-    weights all 1, while duplicating every row doubles the row count. The
-    weight-2 property is then checked at equal strengths: the fit with the
-    duplicated rows gets the strengths that the weighted fit resolved.
-    """
-    if not iterative(fitted):
-        return {}
-    out = {}
-    for name, value in fitted.get_params(deep=False).items():
-        resolved = getattr(fitted, name + "_", None)
-        if name.startswith("reg_") and value == "auto" and _is_number(resolved):
-            out[name] = float(resolved)
-    return out
-
-
-def _is_number(value):
-    return isinstance(value, (int, float, np.floating)) and not isinstance(value, bool)
-
-
 _PIECEWISE = {}
 _DATA_JUMPS = {}
 

@@ -128,6 +128,10 @@ def move_estimator_to(estimator, xp, device=None):
 
     Use it to move an estimator fitted on GPU tensors to numpy before
     pickling it (``move_estimator_to(est, numpy)``), or back to a device.
+    Without it, an estimator fitted in one namespace and called on another
+    computes where the call's input is (numpy without
+    ``array_api_dispatch``), moving its fitted arrays for that call only;
+    moving them once saves that transfer on every call.
     Nested fitted estimators are converted as scikit-learn converts them
     (its ``_estimator_with_converted_arrays``); attributes holding strings
     (class labels) stay numpy.

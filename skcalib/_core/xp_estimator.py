@@ -14,15 +14,31 @@ Two ways, chosen per class (``_array_api_native``) and per mode:
   Venn-ABERS hull). The inputs are moved to numpy once, the numpy code
   runs, and the outputs and the fitted array attributes are moved back to
   the input's namespace and device once.
+
+Fitted in one namespace, called in another (:func:`follows_input`): the
+call computes where its input is, and the fitted arrays are brought there
+for the call. With ``array_api_dispatch=True`` and an input of another
+array-API library, the paths above move them to the input's namespace and
+device (they are small: maps, bins, thresholds); for a call that computes
+with numpy (dispatch off, or numpy input) a numpy copy of the estimator
+(:func:`~skcalib._core.xp.move_estimator_to`) computes it. The estimator
+itself never changes.
 """
 
 import copy
+import functools
 
 import numpy as np
 from sklearn import config_context
 
 from skcalib._core.weights import _checked_weights
-from skcalib._core.xp import _convert_result, is_foreign, namespace, to_numpy
+from skcalib._core.xp import (
+    _convert_result,
+    is_foreign,
+    move_estimator_to,
+    namespace,
+    to_numpy,
+)
 from skcalib._core.xp_scores import XpScores, as_compute_scores, resolve
 
 __all__ = []  # private module
@@ -39,6 +55,42 @@ def move_fitted_attributes(estimator, ns):
             and value.dtype.kind in "biuf"
         ):
             setattr(estimator, name, ns.asarray(value))
+
+
+def holds_foreign_arrays(estimator):
+    """Whether the fitted state of ``estimator`` (its attributes that are not
+    constructor parameters, and those of the estimators, lists, tuples and
+    dicts they hold) has an array of another array-API library than
+    numpy."""
+    params = set(estimator.get_params(deep=False))
+    todo = [v for k, v in vars(estimator).items() if k not in params]
+    while todo:
+        value = todo.pop()
+        if is_foreign(value):
+            return True
+        if isinstance(value, (list, tuple)):
+            todo.extend(value)
+        elif isinstance(value, dict):
+            todo.extend(value.values())
+        elif hasattr(value, "get_params") and not isinstance(value, type):
+            todo.extend(vars(value).values())
+    return False
+
+
+def follows_input(method):
+    """Decorate a public method ``method(self, X, ...)`` of a fitted estimator
+    so that a call computing with numpy (``namespace(X)`` is None: dispatch
+    off, or ``X`` not of another array-API library) on an estimator fitted
+    on arrays of another namespace runs on a numpy copy of it: the result is
+    numpy, as for an estimator fitted on numpy. Other calls run as given."""
+
+    @functools.wraps(method)
+    def wrapper(self, X, *args, **kwargs):
+        if namespace(X) is None and holds_foreign_arrays(self):
+            self = move_estimator_to(self, np)
+        return method(self, X, *args, **kwargs)
+
+    return wrapper
 
 
 def host_view(estimator):

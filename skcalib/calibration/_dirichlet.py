@@ -36,7 +36,7 @@ class DirichletCalibrator(MatrixScalingCalibrator):
     logits and their softmax probabilities give the same fit here).
 
     The default strengths follow the number of classes and of calibration
-    rows (``reg_lambda="auto"``: ``300 K (K - 1) / n_eff``, a fixed prior
+    rows (``reg_lambda="auto"``: ``300 K (K - 1) / n``, a fixed prior
     on each off-diagonal entry; see :class:`MatrixScalingCalibrator`): on
     the 34 sets of real predictions in the project's data (K from 2 to
     100) it lowers the held-out NLL on every one. To tune them, use
@@ -63,16 +63,17 @@ class DirichletCalibrator(MatrixScalingCalibrator):
         deprecated name of ``"l2_identity"`` (a ``FutureWarning``).
     reg_lambda : float or "auto", default="auto"
         Strength ``lambda >= 0`` of the penalty on ``W``. ``"auto"``
-        (``penalty="odir"`` only): ``300 K (K - 1) / n_eff``, with ``n_eff``
-        the (Kish) effective number of calibration rows, ``(sum s)^2 / sum
-        s^2``: a fixed Gaussian prior of variance ``1/600`` on each
-        off-diagonal entry of the summed log-likelihood, strong when ``W``
-        has more entries than there are rows and fading as data grow (see
-        Notes for the measured effect). The previous default was
+        (``penalty="odir"`` only): ``300 K (K - 1) / n``, with ``n`` the
+        number of calibration rows, the sum of ``sample_weight`` when given
+        (weights are repetition counts: a weight of 2 is a duplicated row):
+        a fixed Gaussian prior of variance ``1/600`` on each off-diagonal
+        entry of the summed log-likelihood, strong when ``W`` has more
+        entries than there are rows and fading as data grow (see Notes for
+        the measured effect). The previous default was
         ``reg_lambda=1e4, reg_mu=1``, tuned for ``K = 100`` and 5000 rows.
     reg_mu : float or "auto", default="auto"
         Strength ``mu >= 0`` of the penalty on the intercept ``b``;
-        ``"auto"``: ``K / n_eff``.
+        ``"auto"``: ``K / n`` (``n`` as for ``reg_lambda``).
     max_iter : int, default=1000
         Newton iterations (up to 12 classes) or L-BFGS iterations (over all
         restarts).

@@ -12,7 +12,6 @@ from skcalib._core.compat import Interval, StrOptions
 from skcalib.calibration._linear_map import (
     _LinearMapCalibrator,
     auto_strengths,
-    effective_size,
 )
 from skcalib.calibration._matrix_scaling import MatrixScalingCalibrator
 
@@ -108,6 +107,10 @@ class _LinearMapCV(_LinearMapCalibrator):
         self.tol = tol
         self.n_jobs = n_jobs
 
+    def _counts_weights(self):
+        # a default grid is "auto"'s strengths times factors: it counts rows
+        return self.reg_lambdas is None or self.reg_mus is None
+
     def _inner(self):
         return MatrixScalingCalibrator(
             score_type="logit",
@@ -153,7 +156,7 @@ class _LinearMapCV(_LinearMapCalibrator):
     def _fit(self, scores, y, sample_weight):
         x = np.asarray(self._x(scores))
         n, k = x.shape
-        auto_lam, auto_mu = auto_strengths(k, effective_size(sample_weight, n))
+        auto_lam, auto_mu = auto_strengths(k, self._total_weight(sample_weight, n))
         if self.penalty != "odir":  # the ODIR rule, per entry of W
             auto_lam *= k / max(k - 1, 1)
         lams = _grid(self.reg_lambdas, auto_lam, "reg_lambdas")
@@ -221,12 +224,15 @@ _DOC = """{title}
         Form of the penalty (see :class:`{base}`).
     reg_lambdas : array-like or None, default=None
         The ``reg_lambda`` grid; ``None``: the ``"auto"`` strength
-        ``300 K (K - 1) / n_eff`` times ``10**[-2, -1.5, ..., 2]`` (9
-        values; for the L2 penalties ``300 K^2 / n_eff`` times the same).
+        ``300 K (K - 1) / n`` times ``10**[-2, -1.5, ..., 2]`` (9
+        values; for the L2 penalties ``300 K^2 / n`` times the same), ``n``
+        the sum of ``sample_weight`` (or the number of rows): with a default
+        grid the weights are repetition counts (see
+        :class:`{base}`).
         Kull et al.'s grid ``lambda'`` maps as ``lambda' K (K - 1)`` (ODIR).
     reg_mus : array-like or None, default=None
         The ``reg_mu`` grid; ``None``: the ``"auto"`` strength ``K /
-        n_eff`` alone. Kull et al.'s ``mu'`` maps as ``mu' K``.
+        n`` alone. Kull et al.'s ``mu'`` maps as ``mu' K``.
     cv : int, cross-validation generator or iterable, default=5
         Folds (:func:`sklearn.model_selection.check_cv`, stratified for an
         integer, without shuffling); every training fold must hold every

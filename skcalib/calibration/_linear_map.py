@@ -15,6 +15,7 @@ from skcalib._core.scores import softmax
 from skcalib._core.solvers import xp_linear
 from skcalib._core.solvers.linear import PenalisedNLL, fit_matrix, fit_vector
 from skcalib._core.solvers.temperature import fit_temperature
+from skcalib._core.weights import check_count_weights
 from skcalib._core.xp import to_numpy
 from skcalib._core.xp_scores import softmax as xp_softmax
 from skcalib.calibration._linear_chunks import ChunkedPenalisedNLL
@@ -28,10 +29,11 @@ TIE_BREAK = 1e-6
 #: separation before the fit; larger ones after a fit that looks divergent.
 SEPARATION_FIRST_ENTRIES = 200_000
 
-#: ``reg_lambda="auto"`` is ``AUTO_LAMBDA * K (K - 1) / n_eff`` (ODIR).
+#: ``reg_lambda="auto"`` is ``AUTO_LAMBDA * K (K - 1) / n`` (ODIR), ``n``
+#: the total weight (:func:`weight_total`).
 AUTO_LAMBDA = 300.0
 
-#: ``reg_mu="auto"`` is ``AUTO_MU * K / n_eff``.
+#: ``reg_mu="auto"`` is ``AUTO_MU * K / n``.
 AUTO_MU = 1.0
 
 #: Penalty forms of a full matrix ``W``; ``"l2"`` is the deprecated name of
@@ -39,19 +41,23 @@ AUTO_MU = 1.0
 PENALTIES = ("odir", "l2_identity", "l2_zero")
 
 
-def effective_size(sample_weight, n):
-    """Kish's effective sample size ``(sum s)^2 / sum s^2`` (``n`` unweighted);
-    it does not depend on the scale of the weights."""
+def weight_total(sample_weight, n):
+    """The number of calibration rows the ``"auto"`` strengths count: the
+    sum of the weights, read as repetition counts (``n`` unweighted), so
+    that a weight of 2 is a duplicated row (scikit-learn's convention).
+
+    Unlike Kish's effective size ``(sum s)^2 / sum s^2`` (the rule before),
+    it depends on the scale of the weights: weights ``c s`` count as ``c``
+    times as many rows."""
     if sample_weight is None:
         return float(n)
-    w = np.asarray(sample_weight, dtype=np.float64)
-    w = w / w.max()
-    return float(w.sum() ** 2 / np.dot(w, w))
+    return float(np.sum(sample_weight, dtype=np.float64))
 
 
 def auto_strengths(k, n_eff):
     """``(reg_lambda, reg_mu)`` of ``"auto"``: ODIR strengths of
-    ``AUTO_LAMBDA * K (K - 1) / n_eff`` and ``AUTO_MU * K / n_eff``.
+    ``AUTO_LAMBDA * K (K - 1) / n`` and ``AUTO_MU * K / n``, ``n`` the
+    total weight (:func:`weight_total`; at least 1).
 
     In the penalised *mean* NLL this is a Gaussian prior of fixed variance
     on every off-diagonal entry of ``W`` (``1 / (2 AUTO_LAMBDA)``) and on
@@ -98,6 +104,24 @@ class _LinearMapCalibrator(BaseCalibrator):
     _diagonal = False
     _features = "logits"
     _array_api_native = True
+
+    @property
+    def _rescale_sample_weight(self):
+        # "auto" strengths count the calibration rows: the weights are
+        # repetition counts (weight 2 is a duplicated row), taken as given
+        # (the solvers divide them by their maximum, then their sum).
+        return not self._counts_weights()
+
+    def _counts_weights(self):
+        return any(
+            isinstance(getattr(self, name, None), str)
+            for name in ("reg_lambda", "reg_mu")
+        )
+
+    def _total_weight(self, sample_weight, n):
+        if self._counts_weights():
+            check_count_weights(sample_weight, type(self).__name__)
+        return weight_total(sample_weight, n)
 
     def _x(self, scores):
         return scores.logits if self._features == "logits" else scores.log_proba
@@ -176,14 +200,14 @@ class _LinearMapCalibrator(BaseCalibrator):
         ns = getattr(scores, "ns", None)
         if ns is not None:
             C, centre = self._resolve_strengths(
-                k, xp_linear.effective_size(ns, sample_weight, x.shape[0])
+                k, xp_linear.weight_total(ns, sample_weight, x.shape[0])
             )
             problem = xp_linear.XpPenalisedNLL(
                 ns, x, y, sample_weight, C, diagonal=self._diagonal, centre=centre
             )
             return problem, k, lambda: xp_linear.temperature_beta(problem)
         C, centre = self._resolve_strengths(
-            k, effective_size(sample_weight, x.shape[0])
+            k, self._total_weight(sample_weight, x.shape[0])
         )
         problem = PenalisedNLL(
             x, y, sample_weight, C, diagonal=self._diagonal, centre=centre
@@ -242,9 +266,7 @@ class _LinearMapCalibrator(BaseCalibrator):
 
     def _fit_chunks(self, data):
         k = data.classes.size
-        (sw, sw2) = data.map_scores(_weight_sums)
-        n_eff = sw * sw / sw2 if sw2 > 0 else 1.0
-        C, centre = self._resolve_strengths(k, n_eff)
+        C, centre = self._resolve_strengths(k, data.total_weight)
         problem = ChunkedPenalisedNLL(
             data,
             "logits" if self._features == "logits" else "log_proba",
@@ -330,10 +352,3 @@ class _LinearMapCalibrator(BaseCalibrator):
         coef = ns.asarray(self.coef_, dtype=x.dtype)
         a = x * coef if self._diagonal else x @ xp.matrix_transpose(coef)
         return xp_softmax(xp, a + ns.asarray(self.intercept_, dtype=x.dtype))
-
-
-def _weight_sums(scores, y, w):
-    if w is None:
-        return (float(y.shape[0]), float(y.shape[0]))
-    w = np.asarray(w, dtype=np.float64)
-    return (float(w.sum()), float(np.dot(w, w)))

@@ -40,7 +40,12 @@ from skcalib._core.compat import (
 from skcalib._core.folds import fit_on_rows
 from skcalib._core.warn import user_stacklevel
 from skcalib._core.xp import namespace
-from skcalib._core.xp_estimator import call_on_host, fit_on_host, take_classes
+from skcalib._core.xp_estimator import (
+    call_on_host,
+    fit_on_host,
+    follows_input,
+    take_classes,
+)
 from skcalib.calibration._cross_fit import (
     _CalibratedPair,
     _check_splits,
@@ -477,6 +482,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             pooled=True,
         )
 
+    @follows_input
     def predict_proba(self, X):
         """Calibrated probabilities (the mean over the pairs with ``ensemble=True``).
 
@@ -504,6 +510,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             proba = proba.astype(np.float32)
         return proba
 
+    @follows_input
     def predict(self, X):
         """Most probable class after calibration.
 

@@ -13,7 +13,7 @@ from skcalib._base import BaseCalibrator
 from skcalib._core.compat import HasMethods, Interval, StrOptions
 from skcalib._core.weights import check_count_weights
 from skcalib._core.xp import namespace
-from skcalib._core.xp_estimator import call_on_host
+from skcalib._core.xp_estimator import call_on_host, follows_input
 from skcalib.conformal._quantile import (
     _min_samples,
     check_alphas,
@@ -511,6 +511,7 @@ class ConformalClassifier(BaseCalibrator):
             )
 
     # ------------------------------------------------------------- prediction
+    @follows_input
     def predict_set(self, X, alpha=None):
         """Conformal prediction sets, at the fitted level or at several.
 

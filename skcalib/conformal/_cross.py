@@ -31,7 +31,7 @@ from skcalib._core.compat import (
 from skcalib._core.folds import fit_on_rows
 from skcalib._core.warn import user_stacklevel
 from skcalib._core.xp import namespace
-from skcalib._core.xp_estimator import call_on_host, fit_on_host
+from skcalib._core.xp_estimator import call_on_host, fit_on_host, follows_input
 from skcalib.conformal._classifier import ConformalClassifier
 from skcalib.conformal._cross_sets import (
     FoldScores,
@@ -416,6 +416,7 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
     def _fold_probas(self, X):
         return [fold_proba(m, X, self.classes_) for m in self.estimators_]
 
+    @follows_input
     def predict_proba(self, X):
         """Mean of the fold models' probabilities (not calibrated).
 
@@ -438,6 +439,7 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
             proba = proba.astype(np.float32)
         return proba
 
+    @follows_input
     def predict(self, X):
         """Most probable class of :meth:`predict_proba`.
 
@@ -456,6 +458,7 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
             return call_on_host(self, "predict", X)
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
+    @follows_input
     def predict_set(self, X, alpha=None):
         """Cross-conformal (CV+) prediction sets, at one level or several.
 

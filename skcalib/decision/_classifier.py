@@ -7,7 +7,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from skcalib._core.compat import HasMethods, _fit_context
 from skcalib._core.xp import namespace, to_numpy
-from skcalib._core.xp_estimator import move_fitted_attributes
+from skcalib._core.xp_estimator import follows_input, move_fitted_attributes
 from skcalib.calibration import IdentityCalibrator
 from skcalib.decision._bayes import bayes_decisions
 from skcalib.decision._costs import (
@@ -184,6 +184,7 @@ class BayesDecisionClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             move_fitted_attributes(self, ns)
         return self
 
+    @follows_input
     def predict_proba(self, X):
         """Return the estimator's class probabilities.
 
@@ -201,6 +202,7 @@ class BayesDecisionClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         check_is_fitted(self)
         return self.estimator_.predict_proba(X)
 
+    @follows_input
     def predict(self, X):
         """Return the action of least expected cost of each sample.
 

@@ -263,3 +263,20 @@ def test_bad_parameters_and_input():
         BetaCalibrator().fit(np.array([0.2, 0.8]), [1, 1])
     with pytest.raises(ValueError, match="NaN"):
         BetaCalibrator().fit(np.array([0.2, np.nan]), [0, 1])
+
+
+def test_weight_two_is_a_duplicate_on_a_dozen_rows_with_an_optimum():
+    # 12 overlapping rows (the likelihood has a maximum, no warning): the
+    # weighted and the repeated fits solve the same problem. On separated
+    # rows they need not agree between the classes (see the Notes).
+    p = np.array([0.1, 0.2, 0.3, 0.35, 0.4, 0.5, 0.55, 0.6, 0.7, 0.8, 0.85, 0.9])
+    y = np.array([0, 0, 1, 0, 0, 1, 0, 1, 1, 0, 1, 1])
+    w = np.array([1, 2, 1, 3, 1, 2, 1, 1, 2, 1, 1, 2], dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        a = BetaCalibrator().fit(p, y, sample_weight=w)
+        reps = w.astype(int)
+        b = BetaCalibrator().fit(np.repeat(p, reps), np.repeat(y, reps))
+    grid = np.linspace(0.01, 0.99, 99)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9)
+    np.testing.assert_allclose(a.predict_proba(grid), b.predict_proba(grid), atol=1e-10)

@@ -281,15 +281,19 @@ def test_saturated_logits_fit_does_not_depend_on_row_order_or_weight_scale(cls, 
     # rows up to 0.034 (Dirichlet) / 4.5e-4 (matrix) apart under a
     # permutation and 6e-5 apart under weights x 1e3. Newton polishing
     # reaches the optimum to float64 rounding.
+    # "auto" strengths count the weights as rows (their sum is n): weights
+    # x 1e3 are compared at the strengths the unit-scale fit resolved.
     z, y, probe, rng = _saturated(seed)
     w = rng.uniform(0.5, 2.0, y.size)
     perm = rng.permutation(y.size)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        a = cls().fit(z, y, sample_weight=w).predict_proba(probe)
+        fitted = cls().fit(z, y, sample_weight=w)
+        a = fitted.predict_proba(probe)
         b = cls().fit(z[perm], y[perm], sample_weight=w[perm]).predict_proba(probe)
-        c = cls().fit(z, y, sample_weight=w * 1e3).predict_proba(probe)
-        d = cls().fit(z, y, sample_weight=w * 1e-300).predict_proba(probe)
+        same = {"reg_lambda": fitted.reg_lambda_, "reg_mu": fitted.reg_mu_}
+        c = cls(**same).fit(z, y, sample_weight=w * 1e3).predict_proba(probe)
+        d = cls(**same).fit(z, y, sample_weight=w * 1e-300).predict_proba(probe)
     assert not [r for r in record if issubclass(r.category, ConvergenceWarning)]
     for other in (b, c, d):
         np.testing.assert_allclose(other, a, rtol=0, atol=1e-9)
@@ -308,7 +312,9 @@ def test_constant_score_column_gets_no_step_along_what_the_data_cannot_see(cls):
     w = rng.uniform(0.5, 2.0, y.size)
     probe = np.vstack([np.zeros(4), 1e4 * np.eye(4)[0]])
     a = cls(score_type="logit").fit(z, y, sample_weight=w)
-    b = cls(score_type="logit").fit(z, y, sample_weight=w * 1e3)
+    # "auto" strengths count the weights as rows: compared at a's strengths
+    same = {k: getattr(a, k + "_") for k in ("reg_lambda", "reg_mu")}
+    b = cls(score_type="logit", **same).fit(z, y, sample_weight=w * 1e3)
     np.testing.assert_allclose(
         b.predict_proba(probe), a.predict_proba(probe), rtol=0, atol=1e-9
     )

@@ -33,17 +33,43 @@ def _nll(q, y):
 
 
 @pytest.mark.parametrize("cls", [MatrixScalingCalibrator, DirichletCalibrator])
-def test_auto_strengths_follow_the_data_size_and_ignore_the_weight_scale(cls):
+def test_auto_strength_counts_weights_as_rows(cls):
+    # "auto" is 300 K (K - 1) / n and K / n with n the sum of the weights
+    # (repetition counts, scikit-learn's convention). Before: n was Kish's
+    # (sum w)^2 / sum w^2, so integer weights 0-3 and the rows they repeat
+    # got reg_lambda_ 13.47 and 5.67 here, and predictions up to 0.045
+    # (matrix) / 0.049 (Dirichlet) apart.
     X, y = _data(400, 4)
     cal = cls().fit(X, y)
     assert cal.reg_lambda_ == pytest.approx(AUTO_LAMBDA * 4 * 3 / 400)
     assert cal.reg_mu_ == pytest.approx(AUTO_MU * 4 / 400)
-    w = np.random.default_rng(1).uniform(0.5, 2.0, y.size)
-    a = cls().fit(X, y, sample_weight=w)
-    b = cls().fit(X, y, sample_weight=1e6 * w)
-    n_eff = w.sum() ** 2 / (w**2).sum()  # Kish
-    assert a.reg_lambda_ == pytest.approx(AUTO_LAMBDA * 12 / n_eff)
-    np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), atol=1e-9)
+    w = np.random.default_rng(1).integers(0, 4, y.size).astype(float)
+    reps = w.astype(int)
+    a = cls(**TIGHT).fit(X, y, sample_weight=w)
+    b = cls(**TIGHT).fit(np.repeat(X, reps, axis=0), np.repeat(y, reps))
+    assert a.reg_lambda_ == pytest.approx(AUTO_LAMBDA * 12 / w.sum(), rel=1e-12)
+    assert a.reg_mu_ == pytest.approx(AUTO_MU * 4 / w.sum(), rel=1e-12)
+    assert b.reg_lambda_ == pytest.approx(a.reg_lambda_, rel=1e-12)
+    np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), atol=1e-8)
+    # weights x c count as c times the rows; at equal strengths the scale of
+    # the weights changes nothing (the NLL is a weighted mean)
+    c = cls(**TIGHT).fit(X, y, sample_weight=1e6 * w)
+    assert c.reg_lambda_ == pytest.approx(a.reg_lambda_ / 1e6, rel=1e-12)
+    same = {"reg_lambda": a.reg_lambda_, "reg_mu": a.reg_mu_, **TIGHT}
+    d = cls(**same).fit(X, y, sample_weight=1e6 * w)
+    np.testing.assert_allclose(d.predict_proba(X), a.predict_proba(X), atol=1e-9)
+
+
+@pytest.mark.parametrize("cls", [MatrixScalingCalibratorCV, DirichletCalibratorCV])
+def test_cv_default_grid_counts_weights_as_rows(cls):
+    X, y = _data(300, 3)
+    w = np.random.default_rng(2).integers(1, 4, y.size).astype(float)
+    cal = cls(cv=3).fit(X, y, sample_weight=w)
+    auto = AUTO_LAMBDA * 3 * 2 / w.sum()
+    np.testing.assert_allclose(
+        np.sort(cal.reg_lambdas_), auto * np.logspace(-2, 2, 9), rtol=1e-12
+    )
+    np.testing.assert_allclose(cal.reg_mus_, [AUTO_MU * 3 / w.sum()], rtol=1e-12)
 
 
 def test_auto_is_for_odir_only_and_l2_is_deprecated():

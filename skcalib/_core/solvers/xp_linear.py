@@ -50,14 +50,12 @@ def _block_entries(ns):
     return CPU_BLOCK_ENTRIES if "cpu" in str(ns.device).lower() else XP_BLOCK_ENTRIES
 
 
-def effective_size(ns, sample_weight, n):
-    """Kish's effective sample size computed on the device (the formula of
-    :func:`skcalib.calibration._linear_map.effective_size`)."""
+def weight_total(ns, sample_weight, n):
+    """The total weight computed on the device (the rule of
+    :func:`skcalib.calibration._linear_map.weight_total`)."""
     if sample_weight is None:
         return float(n)
-    xp = ns.xp
-    w = sample_weight / xp.max(sample_weight)
-    return float(xp.sum(w) ** 2 / xp.sum(w * w))
+    return float(ns.xp.sum(sample_weight))
 
 
 def _normalised(xp, w):
