@@ -14,6 +14,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from skcalib._base import BaseCalibrator
 from skcalib._core.compat import Interval
 from skcalib._core.warn import user_stacklevel
+from skcalib._core.weights import check_count_weights
 from skcalib.calibration._beta import BetaCalibrator
 from skcalib.calibration._binning import HistogramBinningCalibrator
 from skcalib.calibration._cross_fit import (
@@ -409,6 +410,9 @@ class AutoCalibrator(BaseCalibrator):
         return names, cals, ref
 
     def _fit(self, scores, y, sample_weight):
+        # Weights reach the candidates as counts: a total beyond float64 is
+        # refused here, once, rather than as one candidate's fold failures.
+        check_count_weights(sample_weight, type(self).__name__)
         names, cals, ref = self._named_candidates(scores.n_classes)
         raw, kind = scores.raw, scores.score_type
         cv = check_cv(self.cv, y, classifier=True)
