@@ -25,9 +25,11 @@ from skcalib.conformal._raps_tuning import resolve_raps
 from skcalib.conformal._scores import (  # re-exported: imported from here
     RANDOMIZABLE,
     aps_mass_above,
+    calibration_uniforms,
     label_scores,
     prediction_sets,
     prediction_sets_many,
+    resolve_randomized,
     row_uniforms,
 )
 
@@ -341,7 +343,7 @@ class ConformalClassifier(BaseCalibrator):
         "tuning_size": [Interval(Real, 0, 1, closed="neither")],
         "include_last_label": ["boolean"],
         "class_conditional": ["boolean"],
-        "randomized": ["boolean"],
+        "randomized": ["boolean", StrOptions({"auto"})],
         "include_top": ["boolean"],
         "random_state": ["random_state"],
     }
@@ -362,7 +364,7 @@ class ConformalClassifier(BaseCalibrator):
         tuning_size=0.2,
         include_last_label=True,
         class_conditional=False,
-        randomized=False,
+        randomized="auto",
         include_top=False,
         random_state=None,
         score_type="auto",
@@ -424,7 +426,7 @@ class ConformalClassifier(BaseCalibrator):
 
     # ---------------------------------------------------------------- fitting
     def _check_set_options(self):
-        if self.randomized and self.method not in RANDOMIZABLE:
+        if self.randomized_ and self.method not in RANDOMIZABLE:
             raise ValueError(
                 f"randomized=True applies to method='aps' or 'raps' only, got "
                 f"method={self.method!r}."
@@ -434,7 +436,7 @@ class ConformalClassifier(BaseCalibrator):
                 f"include_last_label=False applies to method='aps' or 'raps' "
                 f"only, got method={self.method!r}."
             )
-        if not self.include_last_label and self.randomized:
+        if not self.include_last_label and self.randomized_:
             raise ValueError(
                 "include_last_label=False applies to non-randomised sets; with "
                 "randomized=True the last label is kept or dropped at random."
@@ -449,15 +451,20 @@ class ConformalClassifier(BaseCalibrator):
 
     def _fit(self, scores, y, sample_weight):
         check_count_weights(sample_weight, type(self).__name__)
+        self.randomized_ = resolve_randomized(
+            self.randomized, self.method, self.include_last_label
+        )
         self._check_set_options()
         self.calibrator_ = self._fit_calibrator(scores, y, sample_weight)
         proba = self._predict_proba(scores)
         rng = check_random_state(self.random_state)
         u = None
-        self._set_seed = None  # the seed of the rows' uniforms, if any
-        if self.randomized:
-            self._set_seed = int(rng.randint(np.iinfo(np.int32).max))
-            u = row_uniforms(proba, self._set_seed)
+        self._set_seed = None  # the seed of the test rows' uniforms, if any
+        if self.randomized_:
+            cal_seed, self._set_seed = (
+                int(v) for v in rng.randint(np.iinfo(np.int32).max, size=2)
+            )
+            u = calibration_uniforms(y.size, cal_seed)  # by position
         if self.method == "raps":
             self.k_reg_, self.lam_, cal = resolve_raps(
                 self, proba, y, u, sample_weight, rng

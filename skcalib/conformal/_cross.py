@@ -39,10 +39,15 @@ from skcalib.conformal._cross_sets import (
     exclusion_conditions,
     fold_proba,
     sets_from_counts,
-    uniforms,
+    test_uniforms,
 )
 from skcalib.conformal._quantile import _min_samples, check_alphas
-from skcalib.conformal._scores import RANDOMIZABLE, label_scores
+from skcalib.conformal._scores import (
+    RANDOMIZABLE,
+    calibration_uniforms,
+    label_scores,
+    resolve_randomized,
+)
 
 __all__ = ["CrossConformalClassifier"]
 
@@ -226,7 +231,7 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         "k_reg": [Interval(Integral, 0, None, closed="left")],
         "lam": [Interval(Real, 0, None, closed="left")],
         "include_last_label": ["boolean"],
-        "randomized": ["boolean"],
+        "randomized": ["boolean", StrOptions({"auto"})],
         "include_top": ["boolean"],
         "calibration_size": [
             Interval(Real, 0, 1, closed="neither"),
@@ -246,7 +251,7 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         k_reg=1,
         lam=0.01,
         include_last_label=True,
-        randomized=False,
+        randomized="auto",
         include_top=False,
         calibration_size=0.25,
         random_state=None,
@@ -321,11 +326,22 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
                 self, self.fit, X, y, sample_weight=sample_weight, **fit_params
             )
         X, y, sample_weight = self._check_fit_input(X, y, sample_weight)
+        self.randomized_ = resolve_randomized(
+            self.randomized, self.method, self.include_last_label
+        )
         self._check_set_options()
         rng = check_random_state(self.random_state)
-        seed = int(rng.randint(np.iinfo(np.int32).max)) if self.randomized else None
+        seed, u_cal = None, None
+        if self.randomized_:
+            cal_seed, seed = (
+                int(v) for v in rng.randint(np.iinfo(np.int32).max, size=2)
+            )
         y_enc = np.searchsorted(self.classes_, y)
         self.folds_ = self._splits(X, y_enc)
+        if self.randomized_:  # by position: the folds' test parts in order
+            scored = np.concatenate([test for _, test in self.folds_])
+            u_cal = np.empty(y.shape[0])
+            u_cal[scored] = calibration_uniforms(scored.size, cal_seed)
         kwargs = self._fit_kwargs(sample_weight, fit_params)
         self.estimators_ = Parallel(n_jobs=self.n_jobs)(
             delayed(fit_on_rows)(self._model(), X, y, train, kwargs)
@@ -340,7 +356,8 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
             zip(self.estimators_, self.folds_, strict=True)
         ):
             proba = fold_proba(model, _safe_indexing(X, test), self.classes_)
-            s = _label_scores(proba, y_enc[test], self.method, seed, params)
+            u = None if u_cal is None else u_cal[test]
+            s = label_scores(proba, y_enc[test], self.method, u, **params)
             self.conformity_scores_[test] = s
             self.fold_of_sample_[test] = f
             w = None if sample_weight is None else sample_weight[test]
@@ -360,16 +377,16 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
 
     def _check_set_options(self):
         adaptive = self.method in RANDOMIZABLE
-        if self.randomized and not adaptive:
+        if self.randomized_ and not adaptive:
             raise ValueError(
                 f"randomized=True applies to method='aps' or 'raps' only, got "
                 f"method={self.method!r}."
             )
-        if not self.include_last_label and (not adaptive or self.randomized):
+        if not self.include_last_label and (not adaptive or self.randomized_):
             raise ValueError(
                 "include_last_label=False applies to non-randomised "
                 f"method='aps' or 'raps' only, got method={self.method!r}, "
-                f"randomized={self.randomized}."
+                f"randomized={self.randomized!r}."
             )
 
     def _score_params(self):
@@ -484,7 +501,7 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
             self._warn_if_too_few(alphas)
         probas = self._fold_probas(X)
         mean = np.mean(probas, axis=0)
-        u = uniforms(mean, self._seed)
+        u = test_uniforms(mean, self._seed)
         params = self._score_params()
         below = np.zeros(mean.shape)
         for proba, fold in zip(probas, self._fold_scores, strict=True):
@@ -502,7 +519,3 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         tags.input_tags.string = inner.string
         tags.input_tags.categorical = inner.categorical
         return tags
-
-
-def _label_scores(proba, y, method, seed, params):
-    return label_scores(proba, y, method, uniforms(proba, seed), **params)
