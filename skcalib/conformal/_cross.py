@@ -38,8 +38,8 @@ from skcalib.conformal._cross_sets import (
     check_folds,
     exclusion_conditions,
     fold_proba,
+    query_uniforms,
     sets_from_counts,
-    test_uniforms,
 )
 from skcalib.conformal._quantile import _min_samples, check_alphas
 from skcalib.conformal._scores import (
@@ -96,9 +96,11 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         Non-randomised APS and RAPS: whether a set keeps the class whose
         cumulative score crosses the threshold (as in
         :class:`~skcalib.ConformalClassifier`).
-    randomized : bool, default=False
+    randomized : bool or "auto", default="auto"
         APS and RAPS only: randomised scores (``u`` uniform per sample), as
-        in :class:`~skcalib.ConformalClassifier`.
+        in :class:`~skcalib.ConformalClassifier`; ``"auto"`` (its rule): True
+        for APS and RAPS unless ``include_last_label=False``, False for LAC
+        and top-k (``randomized_``). The default was False before issue 30.
     include_top : bool, default=False
         Add the most probable class (of :meth:`predict_proba`) to every set.
     calibration_size : float in (0, 1) or int, default=0.25
@@ -123,6 +125,8 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         training samples of ``cv="split"``).
     fold_of_sample_ : ndarray of shape (n_samples,)
         The fold whose model scored each sample (-1: none).
+    randomized_ : bool
+        Whether the sets are randomised (``randomized`` resolved).
     n_features_in_ : int
         Number of features seen at fit (when the estimator records it).
     feature_names_in_ : ndarray of shape (``n_features_in_``,)
@@ -191,10 +195,12 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
     **Other parts.** :meth:`predict_proba` is the mean of the fold models'
     probabilities (a class a fold's model never saw has probability 0
     under it); it is not calibrated and carries no guarantee. The
-    uniforms of ``randomized=True`` are a hash of the seed and of the
-    sample's probabilities (out-of-fold for a calibration sample, the mean
-    over the folds for a new one), as in
-    :class:`~skcalib.ConformalClassifier`. ``sample_weight`` (repetition
+    uniforms of randomised sets are drawn as in
+    :class:`~skcalib.ConformalClassifier`: for calibration samples by
+    position (in the order of the folds' test parts, so that
+    ``cv="split"`` gives that class's sets), for a new sample a hash of a
+    seed, its position in ``X`` and its mean probabilities; given a seed,
+    results depend on the row order. ``sample_weight`` (repetition
     counts) enters the count above and is passed to ``estimator.fit`` when
     it accepts it; the folds are drawn on the rows, so a weight of 2 is not
     the same as a duplicated row.
@@ -501,7 +507,7 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
             self._warn_if_too_few(alphas)
         probas = self._fold_probas(X)
         mean = np.mean(probas, axis=0)
-        u = test_uniforms(mean, self._seed)
+        u = query_uniforms(mean, self._seed)
         params = self._score_params()
         below = np.zeros(mean.shape)
         for proba, fold in zip(probas, self._fold_scores, strict=True):
