@@ -62,14 +62,36 @@ from skcalib.conformal._metrics import (
 ALPHA = 0.1
 SETTINGS = {
     "LAC": {"method": "lac"},
-    "APS": {"method": "aps"},
+    "APS": {"method": "aps", "randomized": False},
     "APS randomised": {"method": "aps", "randomized": True},
     "LAC Mondrian": {"method": "lac", "class_conditional": True},
-    "APS + temperature": {"method": "aps", "calibrator": TemperatureCalibrator()},
+    "APS + temperature": {
+        "method": "aps",
+        "randomized": False,
+        "calibrator": TemperatureCalibrator(),
+    },
     "RAPS randomised": {"method": "raps", "randomized": True},
     "RAPS no last label": {"method": "raps", "include_last_label": False},
     "top-k": {"method": "top_k"},
 }
+#: Every set rule, randomised or not, on probabilities rounded to 2 decimals
+#: (ties): the coverage section of issue 30.
+TIED_SETTINGS = {
+    "LAC": {"method": "lac"},
+    "LAC Mondrian": {"method": "lac", "class_conditional": True},
+    "APS": {"method": "aps", "randomized": False},
+    "APS no last label": {"method": "aps", "include_last_label": False},
+    "APS randomised (default)": {"method": "aps"},
+    "APS randomised Mondrian": {"method": "aps", "class_conditional": True},
+    "RAPS": {"method": "raps", "randomized": False},
+    "RAPS randomised (default)": {"method": "raps"},
+    "top-k": {"method": "top_k"},
+}
+TIED_DATASETS = (
+    "wideresnet-16-4-cifar-100",
+    "densenet-bc-100-cifar-100",
+    "wideresnet-16-4-cifar-10",
+)
 #: Levels of the several-levels timing: one fit and one predict_set call
 #: against one fit and one call per level.
 LEVELS = np.linspace(0.01, 0.3, 10)
@@ -113,6 +135,49 @@ def coverage_runs(proba, y, n_splits, params, *, alpha=ALPHA):
             )
         )
     return np.array(rows), n_cal
+
+
+def rounded(name, decimals=2):
+    """netcal probabilities rounded to ``decimals`` (then renormalised; a row
+    rounded to all zeros keeps its top class), labels; None if absent."""
+    path = DATA_DIR / "netcal" / f"{name}.npz"
+    if not path.exists():
+        return None
+    d = np.load(path)
+    p = d["predictions"].astype(np.float64)
+    r = np.maximum(p.round(decimals), 0.0)
+    zero = r.sum(axis=1) == 0
+    r[zero, np.argmax(p[zero], axis=1)] = 1.0
+    return r / r.sum(axis=1, keepdims=True), d["ground_truth"]
+
+
+def tied_coverage(n_splits, quick):
+    """Coverage of every set rule over ``n_splits`` 50/50 splits of the
+    netcal CIFAR predictions rounded to 2 decimals."""
+    rows = []
+    for name in TIED_DATASETS[:1] if quick else TIED_DATASETS:
+        data = rounded(name)
+        if data is None:
+            continue
+        proba, y = data
+        distinct = np.unique(proba, axis=0).shape[0]
+        for setting, params in TIED_SETTINGS.items():
+            runs, n_cal = coverage_runs(proba, y, n_splits, params)
+            cov = runs[:, 0]
+            se = cov.std(ddof=1) / np.sqrt(cov.size) if cov.size > 1 else 0.0
+            flag = " (!)" if cov.mean() < 1 - ALPHA - 3 * se else ""
+            rows.append(
+                [
+                    f"{name} ({distinct} distinct rows)",
+                    setting,
+                    f"{cov.mean():.4f}{flag}",
+                    f"{se:.4f}",
+                    f"{cov.min():.3f}",
+                    f"{runs[:, 2].mean():.2f}",
+                    f"{100 * runs[:, 3].mean():.1f}",
+                ]
+            )
+    return rows
 
 
 def quality(n_splits, quick):
@@ -262,7 +327,17 @@ def levels_speed(cases, repeat):
 
 
 # --------------------------------------------------------------------- report
-def report(quality_rows, summary, speed_rows, n_splits, seconds, command, levels=()):
+def report(
+    quality_rows,
+    summary,
+    speed_rows,
+    n_splits,
+    seconds,
+    command,
+    levels=(),
+    tied=(),
+    tie_splits=0,
+):
     lines = [
         "# skcalib conformal prediction sets: coverage, size and speed",
         "",
@@ -393,6 +468,23 @@ def report(quality_rows, summary, speed_rows, n_splits, seconds, command, levels
                 list(levels),
             ),
         ]
+    if tied:
+        lines += [
+            "",
+            "## Coverage with tied probabilities (issue 30)",
+            "",
+            f"The netcal CIFAR probabilities rounded to 2 decimals (many tied "
+            f"rows and classes), {tie_splits} random 50/50 splits (seeds "
+            f"0..{tie_splits - 1}), `alpha=0.1`, every set rule; **coverage** "
+            "is the mean over the splits, **se** its standard error, `(!)` a "
+            "mean more than 3 se below 0.9. RAPS tunes `k_reg`, `lam` on 20% "
+            "of the calibration half (a permutation by position).",
+            "",
+            markdown_table(
+                ["data", "setting", "coverage", "se", "min", "size", "empty %"],
+                list(tied),
+            ),
+        ]
     return "\n".join(lines)
 
 
@@ -404,12 +496,17 @@ def main(argv=None):
     parser.add_argument("--out", default=None, help="output folder")
     parser.add_argument("--splits", type=int, default=None, help="random splits")
     parser.add_argument("--repeat", type=int, default=5, help="speed repeats")
+    parser.add_argument(
+        "--tie-splits", type=int, default=None, help="splits of the ties section"
+    )
     args = parser.parse_args(argv)
     n_splits = args.splits or (3 if args.quick else 20)
     start = time.perf_counter()
     if not DATA_DIR.is_dir():
         print(f"no data in {DATA_DIR}: quality part skipped", file=sys.stderr)
     quality_rows, summary = quality(n_splits, args.quick)
+    tie_splits = args.tie_splits or (3 if args.quick else 200)
+    tied = tied_coverage(tie_splits, args.quick)
     cases = QUICK_SPEED_CASES if args.quick else SPEED_CASES
     speed_rows = speed(cases, 2 if args.quick else args.repeat)
     levels = levels_speed(cases, 2 if args.quick else args.repeat)
@@ -425,6 +522,8 @@ def main(argv=None):
         time.perf_counter() - start,
         command,
         levels,
+        tied,
+        tie_splits,
     )
     path = _write(output_dir(args.out, args.quick) / "conformal.md", text)
     print(f"wrote {path}")

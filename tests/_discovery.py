@@ -137,8 +137,10 @@ def calibrator_configs():
     """Each discovered calibrator with its defaults, plus one configuration
     per non-default option of the parameters in :data:`VARIED_OPTIONS`, plus
     ``calibrator=LogisticRegression()`` where a ``calibrator`` parameter
-    takes any classifier, plus ``randomized=True`` where it exists (it needs
-    ``method="aps"`` when ``method`` has that option)."""
+    takes any classifier, plus the non-default ``randomized`` for APS where
+    it exists (``randomized=False`` when the default is ``"auto"``, which
+    randomises APS; it needs ``method="aps"`` when ``method`` has that
+    option)."""
     configs = []
     for cls in calibrator_classes():
         configs.append(Config(cls))
@@ -152,7 +154,9 @@ def calibrator_configs():
         if "calibrator" in defaults and issubclass(cls, BaseCalibrator):
             configs.append(Config(cls, {"calibrator": _small_lr()}))
         if "randomized" in defaults:
-            extra = {"randomized": True}
+            # the option that is not the default for APS: randomized="auto"
+            # randomises APS (issue 30), so the deterministic sets get theirs
+            extra = {"randomized": defaults["randomized"] != "auto"}
             methods = [
                 o.options
                 for o in constraints.get("method", [])

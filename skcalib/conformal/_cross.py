@@ -38,11 +38,16 @@ from skcalib.conformal._cross_sets import (
     check_folds,
     exclusion_conditions,
     fold_proba,
+    query_uniforms,
     sets_from_counts,
-    uniforms,
 )
 from skcalib.conformal._quantile import _min_samples, check_alphas
-from skcalib.conformal._scores import RANDOMIZABLE, label_scores
+from skcalib.conformal._scores import (
+    RANDOMIZABLE,
+    calibration_uniforms,
+    label_scores,
+    resolve_randomized,
+)
 
 __all__ = ["CrossConformalClassifier"]
 
@@ -91,9 +96,11 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         Non-randomised APS and RAPS: whether a set keeps the class whose
         cumulative score crosses the threshold (as in
         :class:`~skcalib.ConformalClassifier`).
-    randomized : bool, default=False
+    randomized : bool or "auto", default="auto"
         APS and RAPS only: randomised scores (``u`` uniform per sample), as
-        in :class:`~skcalib.ConformalClassifier`.
+        in :class:`~skcalib.ConformalClassifier`; ``"auto"`` (its rule): True
+        for APS and RAPS unless ``include_last_label=False``, False for LAC
+        and top-k (``randomized_``). The default was False before issue 30.
     include_top : bool, default=False
         Add the most probable class (of :meth:`predict_proba`) to every set.
     calibration_size : float in (0, 1) or int, default=0.25
@@ -118,6 +125,8 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         training samples of ``cv="split"``).
     fold_of_sample_ : ndarray of shape (n_samples,)
         The fold whose model scored each sample (-1: none).
+    randomized_ : bool
+        Whether the sets are randomised (``randomized`` resolved).
     n_features_in_ : int
         Number of features seen at fit (when the estimator records it).
     feature_names_in_ : ndarray of shape (``n_features_in_``,)
@@ -186,10 +195,12 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
     **Other parts.** :meth:`predict_proba` is the mean of the fold models'
     probabilities (a class a fold's model never saw has probability 0
     under it); it is not calibrated and carries no guarantee. The
-    uniforms of ``randomized=True`` are a hash of the seed and of the
-    sample's probabilities (out-of-fold for a calibration sample, the mean
-    over the folds for a new one), as in
-    :class:`~skcalib.ConformalClassifier`. ``sample_weight`` (repetition
+    uniforms of randomised sets are drawn as in
+    :class:`~skcalib.ConformalClassifier`: for calibration samples by
+    position (in the order of the folds' test parts, so that
+    ``cv="split"`` gives that class's sets), for a new sample a hash of a
+    seed, its position in ``X`` and its mean probabilities; given a seed,
+    results depend on the row order. ``sample_weight`` (repetition
     counts) enters the count above and is passed to ``estimator.fit`` when
     it accepts it; the folds are drawn on the rows, so a weight of 2 is not
     the same as a duplicated row.
@@ -226,7 +237,7 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         "k_reg": [Interval(Integral, 0, None, closed="left")],
         "lam": [Interval(Real, 0, None, closed="left")],
         "include_last_label": ["boolean"],
-        "randomized": ["boolean"],
+        "randomized": ["boolean", StrOptions({"auto"})],
         "include_top": ["boolean"],
         "calibration_size": [
             Interval(Real, 0, 1, closed="neither"),
@@ -246,7 +257,7 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         k_reg=1,
         lam=0.01,
         include_last_label=True,
-        randomized=False,
+        randomized="auto",
         include_top=False,
         calibration_size=0.25,
         random_state=None,
@@ -321,11 +332,22 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
                 self, self.fit, X, y, sample_weight=sample_weight, **fit_params
             )
         X, y, sample_weight = self._check_fit_input(X, y, sample_weight)
+        self.randomized_ = resolve_randomized(
+            self.randomized, self.method, self.include_last_label
+        )
         self._check_set_options()
         rng = check_random_state(self.random_state)
-        seed = int(rng.randint(np.iinfo(np.int32).max)) if self.randomized else None
+        seed, u_cal = None, None
+        if self.randomized_:
+            cal_seed, seed = (
+                int(v) for v in rng.randint(np.iinfo(np.int32).max, size=2)
+            )
         y_enc = np.searchsorted(self.classes_, y)
         self.folds_ = self._splits(X, y_enc)
+        if self.randomized_:  # by position: the folds' test parts in order
+            scored = np.concatenate([test for _, test in self.folds_])
+            u_cal = np.empty(y.shape[0])
+            u_cal[scored] = calibration_uniforms(scored.size, cal_seed)
         kwargs = self._fit_kwargs(sample_weight, fit_params)
         self.estimators_ = Parallel(n_jobs=self.n_jobs)(
             delayed(fit_on_rows)(self._model(), X, y, train, kwargs)
@@ -340,7 +362,8 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
             zip(self.estimators_, self.folds_, strict=True)
         ):
             proba = fold_proba(model, _safe_indexing(X, test), self.classes_)
-            s = _label_scores(proba, y_enc[test], self.method, seed, params)
+            u = None if u_cal is None else u_cal[test]
+            s = label_scores(proba, y_enc[test], self.method, u, **params)
             self.conformity_scores_[test] = s
             self.fold_of_sample_[test] = f
             w = None if sample_weight is None else sample_weight[test]
@@ -360,16 +383,16 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
 
     def _check_set_options(self):
         adaptive = self.method in RANDOMIZABLE
-        if self.randomized and not adaptive:
+        if self.randomized_ and not adaptive:
             raise ValueError(
                 f"randomized=True applies to method='aps' or 'raps' only, got "
                 f"method={self.method!r}."
             )
-        if not self.include_last_label and (not adaptive or self.randomized):
+        if not self.include_last_label and (not adaptive or self.randomized_):
             raise ValueError(
                 "include_last_label=False applies to non-randomised "
                 f"method='aps' or 'raps' only, got method={self.method!r}, "
-                f"randomized={self.randomized}."
+                f"randomized={self.randomized!r}."
             )
 
     def _score_params(self):
@@ -487,7 +510,7 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
             self._warn_if_too_few(alphas)
         probas = self._fold_probas(X)
         mean = np.mean(probas, axis=0)
-        u = uniforms(mean, self._seed)
+        u = query_uniforms(mean, self._seed)
         params = self._score_params()
         below = np.zeros(mean.shape)
         for proba, fold in zip(probas, self._fold_scores, strict=True):
@@ -505,7 +528,3 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         tags.input_tags.string = inner.string
         tags.input_tags.categorical = inner.categorical
         return tags
-
-
-def _label_scores(proba, y, method, seed, params):
-    return label_scores(proba, y, method, uniforms(proba, seed), **params)

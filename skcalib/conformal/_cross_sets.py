@@ -73,8 +73,9 @@ def fold_proba(model, X, classes):
     return full
 
 
-def uniforms(proba, seed):
-    """The uniforms of randomised scores (None when not randomised)."""
+def query_uniforms(proba, seed):
+    """The uniforms of the test rows of randomised scores (None when not
+    randomised); those of calibration rows are drawn by position at fit."""
     return None if seed is None else row_uniforms(proba, seed)
 
 

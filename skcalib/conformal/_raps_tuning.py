@@ -2,10 +2,12 @@
 of the calibration data (Angelopoulos, Bates, Malik & Jordan 2021, sec. 2.3
 and appendix E, "optimizing for set size")."""
 
+import warnings
+
 import numpy as np
 
-from skcalib.conformal._quantile import conformal_quantile
-from skcalib.conformal._scores import label_scores, prediction_sets, row_uniforms
+from skcalib.conformal._quantile import _LEVEL_RTOL, _min_samples, conformal_quantile
+from skcalib.conformal._scores import label_scores, prediction_sets
 
 __all__ = []  # private module
 
@@ -16,27 +18,32 @@ LAMBDA_GRID = (0.001, 0.01, 0.1, 0.2, 0.5)
 _SIZE_TOL = 1e-8
 
 
-def tuning_split(proba, tuning_size, seed):
-    """``(calibration, tuning)`` row indices: a row is a tuning row when its
-    uniform :func:`row_uniforms(proba, seed) <row_uniforms>` is below
-    ``tuning_size``.
+def n_tuning_rows(n, tuning_size):
+    """Number of tuning rows among ``n``: ``ceil(tuning_size * n)`` (as the
+    ``test_size`` of :func:`sklearn.model_selection.train_test_split`)."""
+    x = tuning_size * n
+    return int(np.ceil(x - _LEVEL_RTOL * x))
 
-    A row's side depends only on the seed and the row, as the uniforms of
-    randomised sets do: the split does not change when rows are permuted,
-    a weight of 2 and a duplicated row land on the same side, and for a
-    random seed every row is a tuning row with probability ``tuning_size``,
-    independently of its label (so about ``tuning_size * n`` rows, not
-    exactly). When no row (or every row) falls below ``tuning_size``, the
-    rows of the smallest (largest) uniform move over, so both parts are
-    non-empty for ``n >= 2``. Not stratified: any class counts work.
+
+def tuning_split(n, tuning_size, seed):
+    """``(calibration, tuning)`` row indices: a random permutation of the
+    ``n`` rows (``numpy.random.default_rng(seed)``), its first
+    :func:`n_tuning_rows` rows for tuning, the rest for the threshold.
+
+    The split depends on the seed and the row positions only, never on the
+    rows' content: given the permutation is independent of the data, the
+    calibration rows are a random subset of exchangeable rows, hence
+    exchangeable with a test row, which the guarantee needs. (A split by a
+    hash of each row's probabilities puts tied rows on the same side: on a
+    k-nearest-neighbours model, whose rows take a few distinct values, one
+    seed's threshold then came from a few kinds of rows only and covered
+    0.3 of the test rows.) The price: the split, and so the result, depends
+    on the row order given a seed, and a weight of 2 is no longer a
+    duplicated row. Both indices are sorted; not stratified.
     """
-    u = row_uniforms(proba, seed)
-    tune = u < tuning_size
-    if not tune.any():
-        tune = u == u.min()
-    if tune.all():
-        tune = u < u.max()
-    return np.flatnonzero(~tune), np.flatnonzero(tune)
+    perm = np.random.default_rng(seed).permutation(n)
+    n_tune = n_tuning_rows(n, tuning_size)
+    return np.sort(perm[n_tune:]), np.sort(perm[:n_tune])
 
 
 def choose_k_reg(proba, y, alpha, sample_weight=None):
@@ -92,17 +99,40 @@ def resolve_raps(est, proba, y, u, sample_weight, rng):
     """``(k_reg, lam, calibration rows)`` of a RAPS ``ConformalClassifier``.
 
     Given values are used as they are, with every row for the threshold;
-    with ``"auto"`` ones, :func:`tuning_split` sets about
-    ``est.tuning_size`` of the rows aside (rows hashed with a seed drawn
-    from ``rng``), chooses the values on them at
-    ``est.alpha`` with the estimator's set rule, and returns the other rows.
+    with ``"auto"`` ones, :func:`tuning_split` sets
+    ``ceil(est.tuning_size * n)`` rows aside (a permutation drawn from a
+    seed drawn from ``rng``), chooses the values on them at ``est.alpha``
+    with the estimator's set rule, and returns the other rows. Raises when
+    no row would be left for the threshold; warns when the tuning rows are
+    too few for a finite top-k threshold (``k_reg`` is then the number of
+    classes).
     """
     k_reg = None if est.k_reg == "auto" else int(est.k_reg)
     lam = None if est.lam == "auto" else float(est.lam)
     if k_reg is not None and lam is not None:
         return k_reg, lam, np.arange(y.size)
+    n = y.size
+    n_tune = n_tuning_rows(n, est.tuning_size)
+    auto = [name for name in ("k_reg", "lam") if getattr(est, name) == "auto"]
+    if n_tune >= n:
+        raise ValueError(
+            f"tuning_size={est.tuning_size} sets {n_tune} of the {n} calibration "
+            f"rows aside to choose {' and '.join(auto)}, leaving none for the "
+            "threshold: give more calibration rows, a smaller tuning_size, or "
+            "k_reg and lam explicitly."
+        )
+    if k_reg is None and n_tune < _min_samples(est.alpha):
+        warnings.warn(
+            f"tuning_size={est.tuning_size} gives {n_tune} tuning rows, fewer than "
+            f"the {_min_samples(est.alpha)} a finite top-k threshold needs at "
+            f"alpha={est.alpha}: k_reg is set to the number of classes "
+            f"({proba.shape[1]}, no penalty). Give more calibration rows, a "
+            "larger tuning_size, or k_reg explicitly.",
+            UserWarning,
+            stacklevel=5,
+        )
     seed = int(rng.randint(np.iinfo(np.int32).max))
-    cal, tune = tuning_split(proba, est.tuning_size, seed)
+    cal, tune = tuning_split(n, est.tuning_size, seed)
     w = None if sample_weight is None else sample_weight[tune]
     if k_reg is None:
         k_reg = choose_k_reg(proba[tune], y[tune], est.alpha, w)

@@ -25,6 +25,21 @@ METHODS = ("lac", "aps", "raps", "top_k")
 RANDOMIZABLE = ("aps", "raps")
 
 
+def resolve_randomized(randomized, method, include_last_label):
+    """The ``randomized_`` of a conformal classifier: ``"auto"`` is True for
+    APS and RAPS (unless ``include_last_label=False``, a rule of
+    non-randomised sets) and False for LAC and top-k; a bool as given.
+
+    Randomised APS and RAPS are the default because non-randomised sets of
+    confident models are far larger than needed (CIFAR-100 DenseNet at
+    ``alpha=0.1``: APS covers 0.998 with 24.1 classes per set, randomised
+    APS 0.899 with 2.5; the table is in the ConformalClassifier Notes).
+    """
+    if randomized != "auto":
+        return bool(randomized)
+    return method in RANDOMIZABLE and bool(include_last_label)
+
+
 # ------------------------------------------------------------ building blocks
 def _sorted_row_state(proba):
     """Descending order of each row, the mass before each sorted position,
@@ -90,17 +105,24 @@ def _mix64(h):
 
 
 def row_uniforms(proba, seed):
-    """One uniform on [0, 1) per row, a function of the seed and the row only.
+    """One uniform on [0, 1) per test row, from the seed, the row's position
+    and the row's probabilities.
 
-    The row's probabilities, rounded to float32 and read as bit patterns
-    (``-0.0`` read as ``0.0``), are folded into a 64-bit hash one column at
-    a time with the SplitMix64 finaliser, starting from the hashed ``seed``;
-    the top 53 bits of the hash are the uniform. A row therefore gets the
-    same uniform in every call and in any batch, equal rows get equal
-    uniforms, and so do rows that differ only by float64 rounding (1-D
-    binary scores and their two-column form give probabilities a few ulps
-    apart); for a random seed the uniforms of distinct rows behave as
-    independent U(0, 1) draws, independent of the labels.
+    The uniforms of the rows of one :meth:`ConformalClassifier.predict_set`
+    call. The hashed ``seed`` is mixed with the row's position in ``proba``
+    (0, 1, ...), then the row's probabilities, rounded to float32 and read
+    as bit patterns (``-0.0`` read as ``0.0``), are folded in one column at
+    a time, each step the SplitMix64 finaliser; the top 53 bits of the hash
+    are the uniform. For a random seed the uniform of a row is U(0, 1) and
+    independent of its label, which is what the coverage of that row needs,
+    and the uniforms of the rows of a call are independent of each other,
+    also when rows are tied (identical probabilities at different positions
+    get different uniforms: without the position, the coverage of one test
+    set of 1000 rows from a model with two distinct rows ranged from 0.48
+    to 0.94 over seeds, instead of 0.85 to 0.94). The position makes the sets of a call depend
+    on the row order; the content makes one-row calls of different rows
+    draw different uniforms. The same call gives the same uniforms every
+    time; rows that differ only by float64 rounding get the same ones.
 
     Parameters
     ----------
@@ -117,10 +139,26 @@ def row_uniforms(proba, seed):
         .view(np.uint32)
         .astype(np.uint64)
     )
-    h = _mix64(np.full(bits.shape[0], seed, dtype=np.uint64))
+    n = bits.shape[0]
+    h = _mix64(np.full(n, seed, dtype=np.uint64))
+    h = _mix64(h ^ np.arange(n, dtype=np.uint64))
     for j in range(bits.shape[1]):  # a loop over columns, vectorised over rows
         h = _mix64(h ^ bits[:, j])
     return (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
+def calibration_uniforms(n, seed):
+    """Independent U(0, 1) draws for ``n`` calibration rows, by position.
+
+    ``numpy.random.default_rng(seed).random(n)``: the uniform of a row
+    depends on the seed and its position only, never on its content, so
+    calibration rows with tied probabilities get distinct uniforms. With
+    such ties (rounded probabilities, a k-nearest-neighbours model, a tree)
+    uniforms that are a function of the row (:func:`row_uniforms`) would
+    give tied rows tied scores: coverage then stays above ``1 - alpha`` but
+    loses its ``1 - alpha + 1 / (n + 1)`` upper bound.
+    """
+    return np.random.default_rng(seed).random(n)
 
 
 def _blocks(n, k):

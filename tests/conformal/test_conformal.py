@@ -162,7 +162,8 @@ def test_lac_by_hand():
 def test_aps_by_hand():
     # mass above the true class + its probability: 0.6, 0.5+0.3, 0.7, 0.4+0.4+0.2
     # (a tie at 0.4 counts as not above), 0.4+0.3 (tie at 0.3 not above)
-    cp = ConformalClassifier(method="aps", alpha=0.4).fit(CAL_P, CAL_Y)
+    cp = ConformalClassifier(method="aps", alpha=0.4, randomized=False)
+    cp.fit(CAL_P, CAL_Y)
     assert cp.threshold_ == pytest.approx(0.8)  # 4th of 0.6, 0.7, 0.7, 0.8, 1.0
     test = np.array([[0.5, 0.25, 0.25], [0.1, 0.85, 0.05], [0.5, 0.3, 0.2]])
     # row 0: mass above 0, 0.5, 0.5 -> all < 0.8 (tied classes go together);
@@ -200,7 +201,10 @@ def test_equals_slow_loop(method, class_conditional, ties):
     alpha = 0.13
     for weight in (None, w):
         cp = ConformalClassifier(
-            method=method, alpha=alpha, class_conditional=class_conditional
+            method=method,
+            alpha=alpha,
+            class_conditional=class_conditional,
+            randomized=False,
         ).fit(p_cal, y_cal, sample_weight=weight)
         scores = [
             _ref_label_score(p, y, method) for p, y in zip(p_cal, y_cal, strict=True)
@@ -272,7 +276,9 @@ def test_weights_are_repetitions(method, class_conditional):
     logits, y = _make(400, 3, random_state=0)
     test, _ = _make(300, 3, random_state=1)
     w = np.random.default_rng(0).integers(0, 4, 400)
-    params = dict(method=method, alpha=0.1, class_conditional=class_conditional)
+    params = dict(
+        method=method, alpha=0.1, class_conditional=class_conditional, randomized=False
+    )
     weighted = ConformalClassifier(**params).fit(logits, y, sample_weight=w)
     repeated = ConformalClassifier(**params).fit(
         np.repeat(logits, w, axis=0), np.repeat(y, w)
@@ -291,7 +297,7 @@ def test_sets_of_permuted_rows_are_the_permuted_sets():
     logits, y = _make(500, 4, random_state=2)
     test, _ = _make(200, 4, random_state=3)
     for method in ("lac", "aps"):
-        a = ConformalClassifier(method=method).fit(logits, y)
+        a = ConformalClassifier(method=method, randomized=False).fit(logits, y)
         np.testing.assert_array_equal(
             a.predict_set(test[::-1]), a.predict_set(test)[::-1]
         )
@@ -313,8 +319,9 @@ def test_float32_stays_float32():
     logits, y = _make(2000, 5, random_state=4)
     test, _ = _make(1000, 5, random_state=5)
     for method in ("lac", "aps"):
-        c64 = ConformalClassifier(method=method).fit(logits, y)
-        c32 = ConformalClassifier(method=method).fit(logits.astype(np.float32), y)
+        c64 = ConformalClassifier(method=method, randomized=False).fit(logits, y)
+        c32 = ConformalClassifier(method=method, randomized=False)
+        c32.fit(logits.astype(np.float32), y)
         assert c32.predict_proba(test.astype(np.float32)).dtype == np.float32
         assert c32.threshold_ == pytest.approx(c64.threshold_, rel=1e-5)
         s32 = c32.predict_set(test.astype(np.float32))
@@ -328,9 +335,9 @@ def test_float32_stays_float32():
 def test_string_labels_and_metrics():
     logits, y = _make(600, 3, random_state=6)
     names = np.array(["cat", "dog", "emu"])
-    cp = ConformalClassifier(method="aps").fit(logits, names[y])
+    cp = ConformalClassifier(method="aps", random_state=0).fit(logits, names[y])
     np.testing.assert_array_equal(cp.classes_, names)
-    ref = ConformalClassifier(method="aps").fit(logits, y)
+    ref = ConformalClassifier(method="aps", random_state=0).fit(logits, y)
     np.testing.assert_array_equal(cp.predict_set(logits), ref.predict_set(logits))
     assert set(cp.predict(logits)) <= set(names)
     sets = cp.predict_set(logits)
@@ -345,7 +352,8 @@ def test_aps_sets_are_never_empty_and_hold_the_top_class():
     p = _random_proba(2000, 10, rng)
     y = rng.integers(0, 10, 2000)
     for alpha in (0.05, 0.5, 0.9):
-        cp = ConformalClassifier(method="aps", alpha=alpha).fit(p[:1000], y[:1000])
+        cp = ConformalClassifier(method="aps", alpha=alpha, randomized=False)
+        cp.fit(p[:1000], y[:1000])
         sets = cp.predict_set(p[1000:])
         assert sets[np.arange(1000), np.argmax(p[1000:], axis=1)].all()
         lac = ConformalClassifier(alpha=alpha).fit(p[:1000], y[:1000])
@@ -377,7 +385,8 @@ def test_randomized_is_deterministic_given_random_state():
     _, s3, _ = sets(np.random.RandomState(0))
     np.testing.assert_array_equal(s3, s0)
     # randomised sets are smaller than the conservative ones
-    plain = ConformalClassifier(method="aps").fit(logits, y).predict_set(test)
+    plain = ConformalClassifier(method="aps", randomized=False)
+    plain = plain.fit(logits, y).predict_set(test)
     assert s0.sum() < plain.sum()
 
 
@@ -432,7 +441,9 @@ def test_predict_proba_predict_transform():
 def test_calibrator_is_fitted_on_the_scores():
     logits, y = _make(2000, 4, temperature=3.0, random_state=13)
     test, _ = _make(500, 4, temperature=3.0, random_state=14)
-    cp = ConformalClassifier(method="aps", calibrator=TemperatureCalibrator())
+    cp = ConformalClassifier(
+        method="aps", calibrator=TemperatureCalibrator(), randomized=False
+    )
     cp.fit(logits, y)
     ts = TemperatureCalibrator().fit(logits, y)
     assert cp.calibrator_.temperature_ == pytest.approx(ts.temperature_)
@@ -441,7 +452,7 @@ def test_calibrator_is_fitted_on_the_scores():
     s = label_scores(ts.predict_proba(logits), y, "aps")
     assert cp.threshold_ == pytest.approx(conformal_quantile(s, 0.1))
     # calibrated probabilities of an over-confident model give smaller APS sets
-    raw = ConformalClassifier(method="aps").fit(logits, y)
+    raw = ConformalClassifier(method="aps", randomized=False).fit(logits, y)
     assert mean_set_size(cp.predict_set(test)) < mean_set_size(raw.predict_set(test))
     # a plain classifier on the scores works too (1-D binary scores included)
     rng = np.random.default_rng(0)
@@ -459,9 +470,10 @@ def test_prefit_calibrator_as_estimator():
     """The exact route: calibrate on one part, conformalise on another."""
     logits, y = _make(2000, 4, temperature=3.0, random_state=15)
     ts = TemperatureCalibrator().fit(logits[:1000], y[:1000])
-    cp = ConformalClassifier(ts, method="aps").fit(logits[1000:], y[1000:])
+    cp = ConformalClassifier(ts, method="aps", random_state=0)
+    cp.fit(logits[1000:], y[1000:])
     assert cp.score_type_ == "probability"
-    ref = ConformalClassifier(method="aps").fit(
+    ref = ConformalClassifier(method="aps", random_state=0).fit(
         ts.predict_proba(logits[1000:]), y[1000:]
     )
     assert cp.threshold_ == ref.threshold_
@@ -477,12 +489,15 @@ def test_wrapper_mode_with_prefit_logistic_regression(response_method):
     )
     clf = LogisticRegression().fit(X[:500], y[:500])
     coef = clf.coef_.copy()
-    cp = ConformalClassifier(clf, method="aps", response_method=response_method)
+    cp = ConformalClassifier(
+        clf, method="aps", response_method=response_method, random_state=0
+    )
     cp.fit(X[500:1000], y[500:1000])
     np.testing.assert_array_equal(clf.coef_, coef)  # never refitted
     scores = getattr(clf, response_method)
     ref = ConformalClassifier(
         method="aps",
+        random_state=0,
         score_type="logit" if response_method == "decision_function" else "probability",
     ).fit(scores(X[500:1000]), y[500:1000])
     assert cp.threshold_ == pytest.approx(ref.threshold_, rel=1e-12)

@@ -45,7 +45,11 @@ def _fit_both(n, method):
             random_state=0,
         ).fit_conformalize(X, y)
         _, their_sets = theirs.predict_set(X_test, agg_scores="crossval")
-    ours = CrossConformalClassifier(LogisticRegression(), cv=cv, method=method)
+    # ours non-randomised (explicitly: APS is randomised by default), MAPIE's
+    # calibration scores randomised
+    ours = CrossConformalClassifier(
+        LogisticRegression(), cv=cv, method=method, randomized=False
+    )
     ours.fit(X, y)
     return ours, theirs, X_test, their_sets
 

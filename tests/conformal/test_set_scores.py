@@ -113,7 +113,9 @@ def test_sklearn_compatible(estimator, check):
 def test_raps_by_hand():
     # k_reg=1, lam=0.1: ranks 1, 2, 1, 3, 2 (the tie at 0.3 shares rank 2);
     # scores .6, .8 + .1, .7, 1.0 + .2, .7 + .1; alpha=0.4: 4th smallest = .9
-    cp = ConformalClassifier(method="raps", k_reg=1, lam=0.1, alpha=0.4)
+    cp = ConformalClassifier(
+        method="raps", k_reg=1, lam=0.1, alpha=0.4, randomized=False
+    )
     cp.fit(CAL_P, CAL_Y)
     assert cp.threshold_ == pytest.approx(0.9)
     assert (cp.k_reg_, cp.lam_, cp.n_tuning_) == (1, 0.1, 0)
@@ -133,8 +135,11 @@ def test_raps_by_hand():
         nolast.predict_set(TEST_P), [[1, 1, 0], [0, 1, 0], [1, 1, 1]]
     )
     # lam=0 is APS, whatever k_reg
-    aps = ConformalClassifier(method="aps", alpha=0.4).fit(CAL_P, CAL_Y)
-    raps0 = ConformalClassifier(method="raps", k_reg=0, lam=0.0, alpha=0.4)
+    aps = ConformalClassifier(method="aps", alpha=0.4, random_state=0)
+    aps.fit(CAL_P, CAL_Y)
+    raps0 = ConformalClassifier(
+        method="raps", k_reg=0, lam=0.0, alpha=0.4, random_state=0
+    )
     raps0.fit(CAL_P, CAL_Y)
     assert raps0.threshold_ == aps.threshold_
     np.testing.assert_array_equal(raps0.predict_set(TEST_P), aps.predict_set(TEST_P))
@@ -243,7 +248,7 @@ def test_sorted_path_equals_every_class_score(method, params, mode):
 def test_no_last_sets_are_subsets_and_cover():
     logits, y, _ = make_miscalibrated_scores(4000, 8, temperature=0.5, random_state=0)
     for method in ("aps", "raps"):
-        params = dict(method=method, k_reg=1, lam=0.01)
+        params = dict(method=method, k_reg=1, lam=0.01, randomized=False)
         last = ConformalClassifier(**params).fit(logits[:2000], y[:2000])
         nolast = ConformalClassifier(include_last_label=False, **params)
         nolast.fit(logits[:2000], y[:2000])
@@ -255,13 +260,17 @@ def test_no_last_sets_are_subsets_and_cover():
 # ---------------------------------------------------------- k_reg and lam
 def test_auto_k_reg_and_lam_follow_the_tuning_split():
     logits, y, _ = make_miscalibrated_scores(1000, 10, temperature=0.5, random_state=1)
-    cp = ConformalClassifier(method="raps", random_state=4, tuning_size=0.3)
+    cp = ConformalClassifier(
+        method="raps", random_state=4, tuning_size=0.3, randomized=False
+    )
     cp.fit(logits, y)
     proba = cp.predict_proba(logits)
     seed = check_random_state(4).randint(np.iinfo(np.int32).max)
-    cal, tune = tuning_split(proba, 0.3, seed)
-    # each row is a tuning row with probability 0.3: 300 +- 4 s.d. (58)
-    assert tune.size == cp.n_tuning_ and abs(tune.size - 300) < 58
+    cal, tune = tuning_split(1000, 0.3, seed)
+    # a random permutation by position: exactly ceil(0.3 * 1000) tuning rows
+    perm = np.random.default_rng(seed).permutation(1000)
+    np.testing.assert_array_equal(tune, np.sort(perm[:300]))
+    assert tune.size == cp.n_tuning_ == 300
     assert np.intersect1d(cal, tune).size == 0 and cal.size + tune.size == 1000
     ranks = label_scores(proba[tune], y[tune], "top_k")
     assert (
@@ -280,13 +289,40 @@ def test_auto_k_reg_and_lam_follow_the_tuning_split():
     s = label_scores(proba[cal], y[cal], "raps", k_reg=cp.k_reg_, lam=cp.lam_)
     assert cp.threshold_ == conformal_quantile(s, 0.1)
     # deterministic given random_state; a given value is used as it is
-    again = ConformalClassifier(method="raps", random_state=4, tuning_size=0.3)
+    again = ConformalClassifier(
+        method="raps", random_state=4, tuning_size=0.3, randomized=False
+    )
     assert again.fit(logits, y).threshold_ == cp.threshold_
     fixed = ConformalClassifier(method="raps", k_reg=3, random_state=4).fit(logits, y)
-    # default tuning_size=0.2: 200 +- 4 s.d. (51)
-    assert fixed.k_reg_ == 3 and abs(fixed.n_tuning_ - 200) < 51
+    assert fixed.k_reg_ == 3 and fixed.n_tuning_ == 200  # default tuning_size=0.2
     both = ConformalClassifier(method="raps", k_reg=3, lam=0.2).fit(logits, y)
     assert both.n_tuning_ == 0
+
+
+def test_tuning_split_is_the_same_for_identical_rows():
+    """Before: the split hashed each row's probabilities, so identical rows
+    all fell on one side and the tuning part was empty (numpy RuntimeWarnings
+    from a mean of no rows). Now ceil(0.2 n) rows by position, no warning."""
+    p = np.tile([0.5, 0.3, 0.2], (100, 1))
+    y = np.random.default_rng(0).choice(3, size=100, p=[0.5, 0.3, 0.2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cp = ConformalClassifier(method="raps", random_state=0, randomized=False)
+        cp.fit(p, y)
+    _, tune = tuning_split(100, 0.2, check_random_state(0).randint(2**31 - 1))
+    assert cp.n_tuning_ == tune.size == 20
+    assert cp.k_reg_ == choose_k_reg(p[tune], y[tune], 0.1)
+
+
+def test_tuning_needs_rows_on_both_sides():
+    p = np.array([[0.7, 0.3], [0.4, 0.6]])
+    with pytest.raises(ValueError, match="tuning_size=0.6 sets 2 of the 2"):
+        ConformalClassifier(method="raps", tuning_size=0.6).fit(p, [0, 1])
+    logits, y, _ = make_miscalibrated_scores(30, 3, random_state=0)
+    with pytest.warns(UserWarning, match="gives 6 tuning rows, fewer than the 9"):
+        cp = ConformalClassifier(method="raps", lam=0.1, random_state=0)
+        cp.fit(logits, y)
+    assert cp.k_reg_ == 3 and cp.n_tuning_ == 6
 
 
 def test_choose_lam_ties_keep_the_smallest():

@@ -17,10 +17,10 @@ from skcalib.datasets import make_miscalibrated_scores
 ALPHAS = [0.02, 0.05, 0.1, 0.2, 0.5]
 SETTINGS = [
     {"method": "lac"},
-    {"method": "aps"},
+    {"method": "aps", "randomized": False},
     {"method": "aps", "include_last_label": False},
     {"method": "aps", "randomized": True, "random_state": 0},
-    {"method": "raps", "k_reg": 1, "lam": 0.05},
+    {"method": "raps", "k_reg": 1, "lam": 0.05, "randomized": False},
     {"method": "raps", "randomized": True, "random_state": 1, "k_reg": 2, "lam": 0.1},
     {"method": "top_k"},
 ]

@@ -1,5 +1,5 @@
-"""Issue 14, items 6 and 10: randomised APS sets that do not depend on how
-rows are batched, and calibration-error intervals whose coverage of the true
+"""Issue 14, items 6 and 10 (revised by issue 30): reproducible randomised
+APS sets whose uniforms are independent per row, and calibration-error intervals whose coverage of the true
 binned error is nominal near 0 and away from it."""
 
 import numpy as np
@@ -8,7 +8,12 @@ from scipy import stats
 
 from skcalib import ConformalClassifier
 from skcalib._core.scores import softmax
-from skcalib.conformal._classifier import row_uniforms
+from skcalib.conformal._classifier import (
+    calibration_uniforms,
+    conformal_quantile,
+    label_scores,
+    row_uniforms,
+)
 from skcalib.datasets import make_miscalibrated_scores
 from skcalib.metrics import calibration_error_interval, expected_calibration_error
 
@@ -23,20 +28,23 @@ def _aps_split(seed, n_cal=1000, n_test=400, k=5):
     return cp, logits[n_cal:], y[n_cal:]
 
 
-def test_randomized_aps_sets_do_not_depend_on_batching():
-    # Before: every one-row call reused the first uniform of one fixed seed,
-    # so over 12 seeds one-row coverage ranged 0.83-0.95 against 0.86-0.92
-    # for the same rows in one batch. Now a row's set is a function of the
-    # row and random_state only.
+def test_randomized_aps_sets_of_one_call_are_reproducible():
+    # Before (issue 14): every one-row call reused the first uniform of one
+    # fixed seed. Then the uniform was a hash of the row alone, so tied rows
+    # shared it (issue 30: coverage of a test set swung 0.48-1.0 between
+    # seeds on a model with two distinct rows). Now it hashes the seed, the
+    # row's position in the call and the row: the same call gives the same
+    # sets, distinct rows called one at a time draw distinct uniforms, and
+    # tied rows of one call draw distinct ones; the price is that a row's
+    # set can depend on its position in the call.
     for seed in range(3):
         cp, test, _ = _aps_split(seed)
         batch = cp.predict_set(test)
-        one_row = np.vstack([cp.predict_set(test[i : i + 1]) for i in range(50)])
-        np.testing.assert_array_equal(one_row, batch[:50])
-        perm = np.random.default_rng(seed).permutation(test.shape[0])
-        np.testing.assert_array_equal(cp.predict_set(test[perm]), batch[perm])
-        halves = np.vstack([cp.predict_set(test[:123]), cp.predict_set(test[123:])])
-        np.testing.assert_array_equal(halves, batch)
+        np.testing.assert_array_equal(cp.predict_set(test), batch)
+        tied = np.repeat(test[:1], 400, axis=0)
+        u = row_uniforms(cp.predict_proba(tied), cp._set_seed)
+        assert np.unique(u).size == 400
+        assert stats.kstest(u, "uniform").pvalue > 1e-3
 
 
 def test_randomized_aps_coverage_of_one_row_calls():
@@ -64,10 +72,12 @@ def test_row_uniforms_contract():
     assert stats.kstest(u, "uniform").pvalue > 1e-3
     assert abs(np.corrcoef(u, np.arange(u.size))[0, 1]) < 0.05
     assert abs(np.corrcoef(u, p[:, 0])[0, 1]) < 0.05
-    # a row's uniform depends on the row and the seed only
-    np.testing.assert_array_equal(row_uniforms(p[::-1], 7), u[::-1])
-    np.testing.assert_array_equal(row_uniforms(p[3:4], 7), u[3:4])
+    # the seed, the position and the row enter it
+    np.testing.assert_array_equal(row_uniforms(p[:10], 7), u[:10])
+    assert (row_uniforms(p[::-1], 7) != u[::-1]).mean() > 0.999
     assert (row_uniforms(p, 8) != u).mean() > 0.999
+    tied = row_uniforms(np.tile(p[:1], (5000, 1)), 7)
+    assert stats.kstest(tied, "uniform").pvalue > 1e-3
     # -0.0 and 0.0 are the same probability; float32 input is read as float64
     assert row_uniforms(np.array([[-0.0, 1.0]]), 1) == row_uniforms(
         np.array([[0.0, 1.0]]), 1
@@ -78,17 +88,26 @@ def test_row_uniforms_contract():
     )
 
 
-def test_randomized_aps_weight_two_is_a_duplicated_row():
-    # Before: each row drew its own uniform in order, so a duplicated row
-    # got two uniforms and the threshold changed.
+def test_randomized_aps_weights_are_repetitions_of_drawn_scores():
+    # Issue 30: calibration uniforms are drawn by position, so a weight of 2
+    # (one uniform) is no longer a duplicated row (two uniforms). What holds:
+    # the threshold is the weighted conformal quantile of the scores with the
+    # uniforms of the rows' positions, and non-randomised sets keep weight 2
+    # == duplicated row.
     logits, y, _ = make_miscalibrated_scores(300, 3, random_state=1)
-    w = np.random.default_rng(2).integers(0, 3, 300)
+    w = np.random.default_rng(2).integers(0, 3, 300).astype(float)
     params = dict(method="aps", randomized=True, random_state=4)
     weighted = ConformalClassifier(**params).fit(logits, y, sample_weight=w)
-    repeated = ConformalClassifier(**params).fit(
-        np.repeat(logits, w, axis=0), np.repeat(y, w)
+    cal_seed = np.random.RandomState(4).randint(np.iinfo(np.int32).max, size=2)[0]
+    u = calibration_uniforms(300, int(cal_seed))
+    s = label_scores(weighted.predict_proba(logits), y, "aps", u)
+    assert weighted.threshold_ == conformal_quantile(s, 0.1, w)
+    plain = dict(method="aps", randomized=False)
+    a = ConformalClassifier(**plain).fit(logits, y, sample_weight=w)
+    b = ConformalClassifier(**plain).fit(
+        np.repeat(logits, w.astype(int), axis=0), np.repeat(y, w.astype(int))
     )
-    assert weighted.threshold_ == repeated.threshold_
+    assert a.threshold_ == b.threshold_
 
 
 # ------------------------------------------------ item 10: error intervals
