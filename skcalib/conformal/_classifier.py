@@ -287,7 +287,11 @@ class ConformalClassifier(BaseCalibrator):
     of the sets are empty, the others nearly full); randomising gives exact
     coverage with sets 3 to 10 times smaller, so ``randomized="auto"``
     randomises APS and RAPS. Pass ``randomized=False`` for deterministic
-    sets (the conservative rule of Romano et al. 2020).
+    sets (the conservative rule of Romano et al. 2020). On heavily tied
+    probabilities (rounded to two decimals, most classes at exactly 0),
+    tied classes share a rank and randomised RAPS sets grow (14 classes on
+    rounded CIFAR-100 against 5.3 with ``randomized=False``, both covering);
+    there, pass ``randomized=False`` with RAPS or use randomised APS.
 
     **Empty sets.** LAC and randomised APS sets can be empty (no class is
     plausible enough); this is part of the method and of its exact coverage.
