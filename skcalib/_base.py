@@ -26,8 +26,9 @@ from skcalib._core.compat import (
     _fit_context,
 )
 from skcalib._core.inputs import input_kind
-from skcalib._core.labels import unique_inverse
+from skcalib._core.labels import check_classes, encode_fit_labels, unique_inverse
 from skcalib._core.score_cache import cached_scores
+from skcalib._core.score_check import check_against_fit, reads_as_probability_rows
 from skcalib._core.scores import Scores, all_finite, finite_range, resolve_score_type
 from skcalib._core.weights import _checked_weights
 from skcalib._core.xp import namespace
@@ -65,7 +66,10 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
     are probabilities when every value lies in ``[0, 1]`` and, with two or
     more columns, every row sums to 1 (within ``sqrt(eps)`` of the dtype);
     otherwise they are logits (decision values count as logits: a binary
-    decision value is the log-odds of the positive class).
+    decision value is the log-odds of the positive class). Raw scores that
+    contradict ``score_type_`` at predict time: see
+    :func:`~skcalib._core.score_check.check_fitted_score_type`. ``classes``
+    (raw-score mode): the class of each column, in order; ``y`` may miss some.
     """
 
     _parameter_constraints: dict = {
@@ -76,6 +80,7 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         ],
         "score_type": [StrOptions({"auto", "logit", "probability"})],
         "response_method": [StrOptions({"auto", "decision_function", "predict_proba"})],
+        "classes": ["array-like", None],
     }
 
     #: ``fit`` divides ``sample_weight`` by its maximum (results invariant to
@@ -213,6 +218,8 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
             requested = self.score_type if self.score_type != "auto" else kind
         else:
             requested = self.score_type_
+            if self.estimator is None:
+                check_against_fit(scores, self, value_range)
         decision = resolve_score_type(
             scores,
             requested or "auto",
@@ -227,9 +234,21 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         if reset:
             self.score_type_ = decision.score_type
             self.n_renormalized_rows_ = decision.n_renormalized
+            # explicit logits that look like probabilities were warned about
+            # at fit; predict does not warn again for scores like them
+            self._fit_rows_were_probabilities_ = (
+                self.estimator is None
+                and decision.score_type == "logit"
+                and reads_as_probability_rows(scores, value_range)
+            )
         return Scores(decision.scores, decision.score_type, n_classes)
 
     # ----------------------------------------------------------------- labels
+    def _given_classes(self):
+        """The checked ``classes=`` parameter (None when not given)."""
+        classes = getattr(self, "classes", None)
+        return None if classes is None else check_classes(classes)
+
     def _encode_y(self, y):
         if y is None:
             raise ValueError(
@@ -245,28 +264,13 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
             )
         if y.dtype.kind not in "iub":  # integer labels are always valid classes
             check_classification_targets(y)
-        if self.estimator is None:
-            classes, y_enc = _unique_inverse(y)
-        else:
-            classes = np.asarray(self.estimator.classes_)
-            if classes.ndim != 1:
-                raise ValueError("Only single-output estimators can be calibrated.")
-            present, inverse = np.unique(y, return_inverse=True)
-            position = {c: i for i, c in enumerate(classes.tolist())}
-            unknown = [c for c in present.tolist() if c not in position]
-            if unknown:
-                raise ValueError(
-                    f"y contains labels {unknown} that the estimator does not know; "
-                    f"its classes_ are {classes.tolist()}."
-                )
-            y_enc = np.array([position[c] for c in present.tolist()])[inverse]
-        n_present = classes.size if self.estimator is None else present.size
-        if n_present < 2:
-            raise ValueError(
-                f"y has one class only ({y[:1].tolist()[0]!r}); calibration "
-                "needs at least two classes."
-            )
-        return classes, y_enc.astype(np.intp, copy=False)
+        estimator = self.estimator
+        return encode_fit_labels(
+            y,
+            given=self._given_classes(),
+            estimator_classes=None if estimator is None else estimator.classes_,
+            estimator_name=type(estimator).__name__,
+        )
 
     # -------------------------------------------------------------------- api
     @_fit_context(prefer_skip_nested_validation=False)
@@ -364,12 +368,13 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
             raise TypeError(
                 f"{name} cannot be fitted in chunks (nor on Dask arrays); {can} can."
             )
-        data.survey(self.score_type, rescale_weights=self._rescale_sample_weight)
+        given = self._given_classes()
+        data.survey(self.score_type, self._rescale_sample_weight, classes=given)
         self.classes_ = data.classes
         n_classes = data.classes.size
-        if n_classes < 2:
+        if data.present.size < 2:
             raise ValueError(
-                f"y has one class only ({data.classes[0]!r}); calibration needs at "
+                f"y has one class only ({data.present[0]!r}); calibration needs at "
                 "least two classes."
             )
         if not data.total_weight > 0:
@@ -387,6 +392,7 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         if data.n_columns > 1:
             self.n_features_in_ = data.n_columns
         self.score_type_ = data.score_type
+        self._fit_rows_were_probabilities_ = False  # the survey sees no rows
         self.n_renormalized_rows_ = data.n_renormalized
         self._fit_chunks(data)
         return self

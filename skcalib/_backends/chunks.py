@@ -18,7 +18,12 @@ from sklearn.utils.validation import check_array
 
 from skcalib._backends.dask import sum_parts, to_dask_array
 from skcalib._core.inputs import weight_scale as _weight_scale
-from skcalib._core.labels import lookup, present_labels, unique_inverse
+from skcalib._core.labels import (
+    check_labels_in,
+    lookup,
+    present_labels,
+    unique_inverse,
+)
 from skcalib._core.scores import Scores, resolve_score_type
 
 __all__ = []  # private module
@@ -108,7 +113,7 @@ class ChunkedData:
         return cls(run)
 
     # ------------------------------------------------------------- passes
-    def survey(self, score_type, rescale_weights=True):
+    def survey(self, score_type, rescale_weights=True, classes=None):
         """One pass: classes, column count, score type and class weights.
 
         Sets ``classes``, ``n_columns``, ``score_type``, ``class_weight``
@@ -123,6 +128,11 @@ class ChunkedData:
         probabilities when every chunk lies inside ``[0, 1]`` (rows that miss
         1 by more than the rounding tolerance are then an error), logits
         otherwise.
+
+        ``classes``: the labels of the score columns, in their order (the
+        calibrator's ``classes=``, already checked: 1-D, unique); None: the
+        sorted labels present in the chunks. A label of the chunks outside
+        ``classes`` is a ``ValueError`` naming it.
         """
         parts = self._run(partial(_survey_chunk, score_type=score_type))
         cols = {p["n_columns"] for p in parts if p["n_rows"]}
@@ -132,6 +142,10 @@ class ChunkedData:
             raise ValueError("The chunks hold no sample: there is nothing to fit.")
         self.n_columns = cols.pop()
         labels = present_labels(np.concatenate([p["labels"] for p in parts]))
+        self.present = labels
+        if classes is not None:
+            check_labels_in(labels, classes)
+            labels = classes
         self.classes = labels
         scale = max(p["max_weight"] for p in parts)
         # a power of two, as in BaseCalibrator.fit: the division is exact
@@ -139,7 +153,7 @@ class ChunkedData:
         weight = np.zeros(labels.size)
         for p in parts:
             share = p["unit"] / self.weight_scale
-            weight[np.searchsorted(labels, p["labels"])] += p["class_weight"] * share
+            weight[lookup(p["labels"], labels)[0]] += p["class_weight"] * share
         self.class_weight = weight
         self.total_weight = float(weight.sum())
         filled = [p for p in parts if p["n_rows"]]

@@ -134,3 +134,97 @@ def unique_inverse(y):
         return np.unique(y, return_inverse=True)
     classes = present_labels(y)
     return classes, lookup(y, classes)[0]
+
+
+def check_classes(classes):
+    """The ``classes=`` parameter of a calibrator as a 1-D array of at least
+    two distinct labels, in the order given (the order of the score
+    columns); ``ValueError`` naming what is wrong otherwise.
+
+    Examples
+    --------
+    >>> from skcalib._core.labels import check_classes
+    >>> check_classes(["b", "a", "c"]).tolist()
+    ['b', 'a', 'c']
+    """
+    out = np.asarray(classes)
+    if out.ndim != 1:
+        raise ValueError(
+            f"classes must be a 1-D array of class labels (one per score column), "
+            f"got shape {out.shape}."
+        )
+    if out.size < 2:
+        raise ValueError(f"classes must hold at least two labels, got {out.tolist()}.")
+    try:
+        distinct, counts = np.unique(out, return_counts=True)
+    except TypeError as exc:  # a mix of str and int in an object array
+        raise ValueError(
+            f"classes mixes label types that cannot be sorted: {out.tolist()}."
+        ) from exc
+    if distinct.size != out.size:
+        raise ValueError(
+            f"classes must be unique, but {distinct[counts > 1].tolist()} occur "
+            f"more than once in classes={out.tolist()}."
+        )
+    return out
+
+
+def check_labels_in(present, classes):
+    """``ValueError`` naming the labels of ``present`` (distinct labels of
+    ``y``) that are not in ``classes`` (a calibrator's ``classes=``)."""
+    known = lookup(present, classes)[1]
+    if not known.all():
+        unknown = present[~known]
+        raise ValueError(
+            f"y contains label(s) {unknown[:10].tolist()} that are not in "
+            f"classes={classes.tolist()}; classes= must list every label of y "
+            "(one per score column, in the order of the columns)."
+        )
+
+
+def encode_fit_labels(y, *, given=None, estimator_classes=None, estimator_name=""):
+    """``(classes, codes)`` of a calibrator's validated 1-D labels ``y``.
+
+    Raw-score mode (``estimator_classes`` None): ``classes`` is ``given``
+    (the checked ``classes=``, any order; a label of ``y`` outside it is an
+    error) or, without it, the sorted labels of ``y``. Wrapper mode: the
+    estimator's ``classes_`` (``given`` must equal them), and a label of
+    ``y`` they lack is an error. At least two classes must occur in ``y``.
+    """
+    if estimator_classes is None and given is None:
+        classes, y_enc = unique_inverse(y)
+        n_present = classes.size
+    elif estimator_classes is None:
+        classes = given
+        present = present_labels(y)
+        check_labels_in(present, classes)
+        y_enc = lookup(y, classes)[0]
+        n_present = present.size
+    else:
+        classes = np.asarray(estimator_classes)
+        if classes.ndim != 1:
+            raise ValueError("Only single-output estimators can be calibrated.")
+        if given is not None and not (
+            given.shape == classes.shape and np.array_equal(given, classes)
+        ):
+            raise ValueError(
+                f"classes={given.tolist()} disagrees with the classes_ "
+                f"{classes.tolist()} of {estimator_name}, which decide the score "
+                "columns in wrapper mode; pass classes=None."
+            )
+        present, inverse = np.unique(y, return_inverse=True)
+        position = {c: i for i, c in enumerate(classes.tolist())}
+        unknown = [c for c in present.tolist() if c not in position]
+        if unknown:
+            raise ValueError(
+                f"y contains labels {unknown} that the estimator does not know; "
+                f"its classes_ are {classes.tolist()}."
+            )
+        y_enc = np.array([position[c] for c in present.tolist()])[inverse]
+        n_present = present.size
+    if n_present < 2:
+        raise ValueError(
+            f"y has one class only ({y[:1].tolist()[0]!r}); calibration "
+            "needs at least two classes."
+        )
+    return classes, y_enc.astype(np.intp, copy=False)

@@ -39,7 +39,13 @@ from skcalib._core.xp import (
     namespace,
     to_numpy,
 )
-from skcalib._core.xp_scores import XpScores, as_compute_scores, resolve
+from skcalib._core.xp_scores import (
+    XpScores,
+    as_compute_scores,
+    check_fitted,
+    reads_as_probability_rows,
+    resolve,
+)
 
 __all__ = []  # private module
 
@@ -134,7 +140,7 @@ def take_classes(ns, classes, index):
 
 def _encode_labels(est, ns, y):
     xp = ns.xp
-    if not is_foreign(y) or y.ndim != 1:
+    if not is_foreign(y) or y.ndim != 1 or est._given_classes() is not None:
         classes, y_enc = est._encode_y(to_numpy(y))
         return classes, ns.asarray(y_enc)
     y = xp.asarray(y, device=ns.device)
@@ -181,6 +187,9 @@ def fit_native(est, ns, X, y, sample_weight):
     )
     est.score_type_ = score_type
     est.n_renormalized_rows_ = n_renormalized
+    est._fit_rows_were_probabilities_ = score_type == "logit" and (
+        reads_as_probability_rows(ns, X, value_range)
+    )
     est._fit_xp(XpScores(ns, scores, score_type, n_classes), y_enc, sample_weight)
     return est
 
@@ -191,6 +200,16 @@ def predict_proba_native(est, ns, X):
     _check_n_features(est, X, reset=False)
     n_classes = int(est.classes_.shape[0])
     est._check_columns(X, n_classes)
+    check_fitted(
+        ns,
+        X,
+        est.score_type_,
+        declared=est.score_type,
+        fit_rows_were_probabilities=getattr(
+            est, "_fit_rows_were_probabilities_", False
+        ),
+        value_range=value_range,
+    )
     score_type, scores, _ = resolve(
         ns, X, est.score_type_, value_range=value_range, warn_logit=False
     )

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from skcalib._core.score_check import check_fitted_score_type
 from skcalib._core.scores import (
     PROBA_FLOOR,
     finite_range,
@@ -94,6 +95,42 @@ def resolve(ns, X, requested, *, value_range, name="X", warn_logit=True):
         return "probability", xp.where(bad[:, None], scaled, X), n_bad
     _host_rule(X, requested, value_range, name, warn_logit)  # raises
     raise AssertionError("unreachable: the numpy rule raises")  # pragma: no cover
+
+
+def reads_as_probability_rows(ns, X, value_range):
+    """:func:`~skcalib._core.score_check.reads_as_probability_rows`, decided on the
+    device (the range, then the worst row sum: one scalar to the host)."""
+    xp = ns.xp
+    lo, hi = value_range
+    if X.ndim != 2 or X.shape[1] < 2 or not (lo >= 0 and hi <= 1):
+        return False
+    sums = xp.sum(xp.astype(X, ns.accumulate_dtype), axis=1)
+    worst = float(to_numpy(xp.max(xp.abs(sums - 1.0))))
+    return worst <= rounding_tolerance(X.shape[1], _np_dtype(ns, X.dtype))
+
+
+def check_fitted(
+    ns, X, score_type_, *, declared, fit_rows_were_probabilities, value_range, name="X"
+):
+    """:func:`~skcalib._core.score_check.check_fitted_score_type` for scores of a
+    namespace: decided on the device; only a contradiction (the error or
+    warning case) moves the scores to the host, for the numpy message."""
+    lo, hi = value_range
+    if score_type_ == "probability":
+        contradiction = not (lo >= 0 and hi <= 1)
+    else:
+        contradiction = not fit_rows_were_probabilities and (
+            reads_as_probability_rows(ns, X, value_range)
+        )
+    if contradiction:
+        check_fitted_score_type(
+            to_numpy(X),
+            score_type_,
+            declared=declared,
+            fit_rows_were_probabilities=fit_rows_were_probabilities,
+            value_range=value_range,
+            name=name,
+        )
 
 
 def _host_rule(X, requested, value_range, name, warn_logit):

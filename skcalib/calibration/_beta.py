@@ -228,6 +228,14 @@ class BetaCalibrator(_OneVsRestCalibrator):
         What raw ``X`` holds.
     response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
         Wrapper mode: the method that gives scores.
+    classes : array-like of shape (n_classes,), default=None
+        Raw-score mode: the class of each score column, in column order
+        (``classes_`` is set to it), so that ``y`` may miss classes (a small
+        calibration set without a rare class); a label of ``y`` outside it is
+        an error. What the map of an absent class does is in the user guide
+        (:ref:`absent_classes`). None: the sorted labels of ``y``. Wrapper
+        mode: ``estimator.classes_`` decides; ``classes`` must be None or
+        equal to it.
     multi_class : {"ovr", "top_label"}, default="ovr"
         Strategy for more than two classes (see the user guide).
     max_iter : int, default=100
@@ -345,6 +353,7 @@ class BetaCalibrator(_OneVsRestCalibrator):
         parameters="abm",
         score_type="auto",
         response_method="auto",
+        classes=None,
         multi_class="ovr",
         max_iter=100,
         tol=1e-10,
@@ -353,6 +362,7 @@ class BetaCalibrator(_OneVsRestCalibrator):
         self.parameters = parameters
         self.score_type = score_type
         self.response_method = response_method
+        self.classes = classes
         self.multi_class = multi_class
         self.max_iter = max_iter
         self.tol = tol

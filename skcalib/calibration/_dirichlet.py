@@ -53,6 +53,14 @@ class DirichletCalibrator(MatrixScalingCalibrator):
         What raw ``X`` holds; see :class:`~skcalib._base.BaseCalibrator`.
     response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
         Wrapper mode: the method that gives scores.
+    classes : array-like of shape (n_classes,), default=None
+        Raw-score mode: the class of each score column, in column order
+        (``classes_`` is set to it), so that ``y`` may miss classes (a small
+        calibration set without a rare class); a label of ``y`` outside it is
+        an error. What the map of an absent class does is in the user guide
+        (:ref:`absent_classes`). None: the sorted labels of ``y``. Wrapper
+        mode: ``estimator.classes_`` decides; ``classes`` must be None or
+        equal to it.
     penalty : {"odir", "l2_identity", "l2_zero"}, default="odir"
         Form of the penalty on ``W`` (see Notes): ``"odir"`` penalises the
         off-diagonal entries only (Kull et al.'s ODIR; a large ``reg_lambda``
@@ -185,6 +193,7 @@ class DirichletCalibrator(MatrixScalingCalibrator):
         *,
         score_type="auto",
         response_method="auto",
+        classes=None,
         penalty="odir",
         reg_lambda="auto",
         reg_mu="auto",
@@ -196,6 +205,7 @@ class DirichletCalibrator(MatrixScalingCalibrator):
         self.estimator = estimator
         self.score_type = score_type
         self.response_method = response_method
+        self.classes = classes
         self.penalty = penalty
         self.reg_lambda = reg_lambda
         self.reg_mu = reg_mu

@@ -28,6 +28,14 @@ class IdentityCalibrator(BaseCalibrator):
         What raw ``X`` holds.
     response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
         Wrapper mode: the method that gives scores.
+    classes : array-like of shape (n_classes,), default=None
+        Raw-score mode: the class of each score column, in column order
+        (``classes_`` is set to it), so that ``y`` may miss classes (a small
+        calibration set without a rare class); a label of ``y`` outside it is
+        an error. What the map of an absent class does is in the user guide
+        (:ref:`absent_classes`). None: the sorted labels of ``y``. Wrapper
+        mode: ``estimator.classes_`` decides; ``classes`` must be None or
+        equal to it.
 
     Attributes
     ----------
@@ -61,10 +69,18 @@ class IdentityCalibrator(BaseCalibrator):
 
     _array_api_native = True
 
-    def __init__(self, estimator=None, *, score_type="auto", response_method="auto"):
+    def __init__(
+        self,
+        estimator=None,
+        *,
+        score_type="auto",
+        response_method="auto",
+        classes=None,
+    ):
         self.estimator = estimator
         self.score_type = score_type
         self.response_method = response_method
+        self.classes = classes
 
     def _fit(self, scores, y, sample_weight):
         pass

@@ -88,6 +88,7 @@ class _LinearMapCV(_LinearMapCalibrator):
         *,
         score_type="auto",
         response_method="auto",
+        classes=None,
         penalty="odir",
         reg_lambdas=None,
         reg_mus=None,
@@ -99,6 +100,7 @@ class _LinearMapCV(_LinearMapCalibrator):
         self.estimator = estimator
         self.score_type = score_type
         self.response_method = response_method
+        self.classes = classes
         self.penalty = penalty
         self.reg_lambdas = reg_lambdas
         self.reg_mus = reg_mus
@@ -111,9 +113,12 @@ class _LinearMapCV(_LinearMapCalibrator):
         # a default grid is "auto"'s strengths times factors: it counts rows
         return self.reg_lambdas is None or self.reg_mus is None
 
-    def _inner(self):
+    def _inner(self, n_classes):
+        # the labels are encoded: classes= keeps a column whose class is
+        # absent from a fold (or from all of y, see classes=)
         return MatrixScalingCalibrator(
             score_type="logit",
+            classes=np.arange(n_classes),
             penalty=self.penalty,
             max_iter=self.max_iter,
             tol=self.tol,
@@ -127,7 +132,7 @@ class _LinearMapCV(_LinearMapCalibrator):
         scores_ = np.empty((mus.size, lams.size, len(folds)))
         first_maps = {}  # fold 0's map at each point: the refit's warm start
         for f, (train, test) in enumerate(folds):
-            inner = self._inner()
+            inner = self._inner(x.shape[1])
             wf = None if w is None else w[train]
             row_start = None
             for i, mu in enumerate(mus):
@@ -167,7 +172,8 @@ class _LinearMapCV(_LinearMapCalibrator):
         )
         folds = list(check_cv(self.cv, y, classifier=True).split(x, y))
         for i, (train, _) in enumerate(folds):
-            missing = np.setdiff1d(np.arange(k), y[train])
+            # a class absent from all of y (classes=) has no rows to miss
+            missing = np.setdiff1d(np.unique(y), y[train])
             if missing.size:
                 raise ValueError(
                     f"{type(self).__name__}: training fold {i} of cv={self.cv!r} "
@@ -183,7 +189,7 @@ class _LinearMapCV(_LinearMapCalibrator):
             caught.setdefault((item.category, str(item.message)), item)
         i, j = _choice(scores_.mean(axis=2))
         self.reg_lambdas_, self.reg_mus_, self.cv_scores_ = lams, mus, scores_
-        final = self._inner().set_params(reg_lambda=lams[j], reg_mu=mus[i])
+        final = self._inner(x.shape[1]).set_params(reg_lambda=lams[j], reg_mu=mus[i])
         final._warm_map = first_maps[i, j]
         with warnings.catch_warnings(record=True) as log:
             warnings.simplefilter("always")
@@ -220,6 +226,14 @@ _DOC = """{title}
         What raw ``X`` holds; see :class:`~skcalib._base.BaseCalibrator`.
     response_method : {{"auto", "decision_function", "predict_proba"}}, default="auto"
         Wrapper mode: the method that gives scores.
+    classes : array-like of shape (n_classes,), default=None
+        Raw-score mode: the class of each score column, in column order
+        (``classes_`` is set to it), so that ``y`` may miss classes (a small
+        calibration set without a rare class); a label of ``y`` outside it is
+        an error. What the map of an absent class does is in the user guide
+        (:ref:`absent_classes`). None: the sorted labels of ``y``. Wrapper
+        mode: ``estimator.classes_`` decides; ``classes`` must be None or
+        equal to it.
     penalty : {{"odir", "l2_identity", "l2_zero"}}, default="odir"
         Form of the penalty (see :class:`{base}`).
     reg_lambdas : array-like or None, default=None

@@ -45,6 +45,14 @@ class VectorScalingCalibrator(_LinearMapCalibrator):
         What raw ``X`` holds; see :class:`~skcalib._base.BaseCalibrator`.
     response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
         Wrapper mode: the method that gives scores.
+    classes : array-like of shape (n_classes,), default=None
+        Raw-score mode: the class of each score column, in column order
+        (``classes_`` is set to it), so that ``y`` may miss classes (a small
+        calibration set without a rare class); a label of ``y`` outside it is
+        an error. What the map of an absent class does is in the user guide
+        (:ref:`absent_classes`). None: the sorted labels of ``y``. Wrapper
+        mode: ``estimator.classes_`` decides; ``classes`` must be None or
+        equal to it.
     reg_lambda : float, default=0.0
         Strength ``lambda >= 0`` of the penalty on ``w - 1``.
     reg_mu : float, default=0.0
@@ -150,6 +158,7 @@ class VectorScalingCalibrator(_LinearMapCalibrator):
         *,
         score_type="auto",
         response_method="auto",
+        classes=None,
         reg_lambda=0.0,
         reg_mu=0.0,
         max_iter=100,
@@ -159,6 +168,7 @@ class VectorScalingCalibrator(_LinearMapCalibrator):
         self.estimator = estimator
         self.score_type = score_type
         self.response_method = response_method
+        self.classes = classes
         self.reg_lambda = reg_lambda
         self.reg_mu = reg_mu
         self.max_iter = max_iter
@@ -204,6 +214,14 @@ class MatrixScalingCalibrator(_LinearMapCalibrator):
         What raw ``X`` holds; see :class:`~skcalib._base.BaseCalibrator`.
     response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
         Wrapper mode: the method that gives scores.
+    classes : array-like of shape (n_classes,), default=None
+        Raw-score mode: the class of each score column, in column order
+        (``classes_`` is set to it), so that ``y`` may miss classes (a small
+        calibration set without a rare class); a label of ``y`` outside it is
+        an error. What the map of an absent class does is in the user guide
+        (:ref:`absent_classes`). None: the sorted labels of ``y``. Wrapper
+        mode: ``estimator.classes_`` decides; ``classes`` must be None or
+        equal to it.
     penalty : {"odir", "l2_identity", "l2_zero"}, default="odir"
         Form of the penalty on ``W`` (see Notes): ``"odir"`` penalises the
         off-diagonal entries only (Kull et al.'s ODIR; a large ``reg_lambda``
@@ -412,6 +430,7 @@ class MatrixScalingCalibrator(_LinearMapCalibrator):
         *,
         score_type="auto",
         response_method="auto",
+        classes=None,
         penalty="odir",
         reg_lambda="auto",
         reg_mu="auto",
@@ -423,6 +442,7 @@ class MatrixScalingCalibrator(_LinearMapCalibrator):
         self.estimator = estimator
         self.score_type = score_type
         self.response_method = response_method
+        self.classes = classes
         self.penalty = penalty
         self.reg_lambda = reg_lambda
         self.reg_mu = reg_mu

@@ -74,6 +74,14 @@ class PlattCalibrator(_OneVsRestCalibrator):
     response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
         Wrapper mode: the method giving scores (``"auto"``: decision_function
         if the estimator has it, else predict_proba).
+    classes : array-like of shape (n_classes,), default=None
+        Raw-score mode: the class of each score column, in column order
+        (``classes_`` is set to it), so that ``y`` may miss classes (a small
+        calibration set without a rare class); a label of ``y`` outside it is
+        an error. What the map of an absent class does is in the user guide
+        (:ref:`absent_classes`). None: the sorted labels of ``y``. Wrapper
+        mode: ``estimator.classes_`` decides; ``classes`` must be None or
+        equal to it.
     multi_class : {"ovr", "top_label"}, default="ovr"
         Strategy for more than two classes (see the user guide).
     max_iter : int, default=100
@@ -154,6 +162,7 @@ class PlattCalibrator(_OneVsRestCalibrator):
         *,
         score_type="auto",
         response_method="auto",
+        classes=None,
         multi_class="ovr",
         max_iter=100,
         tol=1e-10,
@@ -161,6 +170,7 @@ class PlattCalibrator(_OneVsRestCalibrator):
         self.estimator = estimator
         self.score_type = score_type
         self.response_method = response_method
+        self.classes = classes
         self.multi_class = multi_class
         self.max_iter = max_iter
         self.tol = tol

@@ -83,6 +83,14 @@ class PriorShiftAdapter(BaseCalibrator):
         Probabilities whose rows do not sum to 1 are an error.
     response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
         Wrapper mode: the method that gives scores.
+    classes : array-like of shape (n_classes,), default=None
+        Raw-score mode: the class of each score column, in column order
+        (``classes_`` is set to it), so that ``y`` may miss classes (a small
+        calibration set without a rare class); a label of ``y`` outside it is
+        an error. What the map of an absent class does is in the user guide
+        (:ref:`absent_classes`). None: the sorted labels of ``y``. Wrapper
+        mode: ``estimator.classes_`` decides; ``classes`` must be None or
+        equal to it.
     max_iter : int, default=1000
         EM iterations.
     tol : float, default=1e-8
@@ -184,6 +192,7 @@ class PriorShiftAdapter(BaseCalibrator):
         method="em",
         score_type="auto",
         response_method="auto",
+        classes=None,
         max_iter=1000,
         tol=1e-8,
     ):
@@ -192,6 +201,7 @@ class PriorShiftAdapter(BaseCalibrator):
         self.method = method
         self.score_type = score_type
         self.response_method = response_method
+        self.classes = classes
         self.max_iter = max_iter
         self.tol = tol
 

@@ -211,6 +211,14 @@ class ScalingBinningCalibrator(BaseCalibrator):
         What raw ``X`` holds.
     response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
         Wrapper mode: the method that gives scores.
+    classes : array-like of shape (n_classes,), default=None
+        Raw-score mode: the class of each score column, in column order
+        (``classes_`` is set to it), so that ``y`` may miss classes (a small
+        calibration set without a rare class); a label of ``y`` outside it is
+        an error. What the map of an absent class does is in the user guide
+        (:ref:`absent_classes`). None: the sorted labels of ``y``. Wrapper
+        mode: ``estimator.classes_`` decides; ``classes`` must be None or
+        equal to it.
     multi_class : {"ovr", "top_label"}, default="ovr"
         Strategy for more than two classes (see above).
 
@@ -305,6 +313,7 @@ class ScalingBinningCalibrator(BaseCalibrator):
         random_state=None,
         score_type="auto",
         response_method="auto",
+        classes=None,
         multi_class="ovr",
     ):
         self.estimator = estimator
@@ -314,6 +323,7 @@ class ScalingBinningCalibrator(BaseCalibrator):
         self.random_state = random_state
         self.score_type = score_type
         self.response_method = response_method
+        self.classes = classes
         self.multi_class = multi_class
 
     @property

@@ -153,6 +153,14 @@ class ConformalClassifier(BaseCalibrator):
         What raw ``X`` holds; see :class:`~skcalib._base.BaseCalibrator`.
     response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
         Wrapper mode: the method that gives scores.
+    classes : array-like of shape (n_classes,), default=None
+        Raw-score mode: the class of each score column, in column order
+        (``classes_`` is set to it), so that ``y`` may miss classes (a small
+        calibration set without a rare class); a label of ``y`` outside it is
+        an error. What the map of an absent class does is in the user guide
+        (:ref:`absent_classes`). None: the sorted labels of ``y``. Wrapper
+        mode: ``estimator.classes_`` decides; ``classes`` must be None or
+        equal to it.
 
     Attributes
     ----------
@@ -402,6 +410,7 @@ class ConformalClassifier(BaseCalibrator):
         random_state=None,
         score_type="auto",
         response_method="auto",
+        classes=None,
     ):
         self.estimator = estimator
         self.calibrator = calibrator
@@ -417,6 +426,7 @@ class ConformalClassifier(BaseCalibrator):
         self.random_state = random_state
         self.score_type = score_type
         self.response_method = response_method
+        self.classes = classes
 
     # ------------------------------------------------------------ probabilities
     @staticmethod
@@ -438,8 +448,11 @@ class ConformalClassifier(BaseCalibrator):
             )
         if "score_type" in params:
             calibrator.set_params(score_type=self.score_type_)
+        if "classes" in params:
+            # y is encoded: a class absent from y keeps its column
+            calibrator.set_params(classes=np.arange(len(self.classes_)))
         missing = np.setdiff1d(np.arange(len(self.classes_)), y)
-        if missing.size:
+        if missing.size and "classes" not in params:
             raise ValueError(
                 f"calibrator needs calibration samples of every class; classes "
                 f"{self.classes_[missing].tolist()} have none."

@@ -242,6 +242,14 @@ class AutoCalibrator(BaseCalibrator):
         What raw ``X`` holds.
     response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
         Wrapper mode: the method that gives scores.
+    classes : array-like of shape (n_classes,), default=None
+        Raw-score mode: the class of each score column, in column order
+        (``classes_`` is set to it), so that ``y`` may miss classes (a small
+        calibration set without a rare class); a label of ``y`` outside it is
+        an error. What the map of an absent class does is in the user guide
+        (:ref:`absent_classes`). None: the sorted labels of ``y``. Wrapper
+        mode: ``estimator.classes_`` decides; ``classes`` must be None or
+        equal to it.
     cv : int, cross-validation generator or iterable, default=5
         Splits of the calibration data, as in
         :func:`sklearn.model_selection.check_cv` (an int gives
@@ -354,6 +362,7 @@ class AutoCalibrator(BaseCalibrator):
         estimator=None,
         score_type="auto",
         response_method="auto",
+        classes=None,
         cv=5,
         scoring="neg_log_loss",
         n_std_errors=1.0,
@@ -363,6 +372,7 @@ class AutoCalibrator(BaseCalibrator):
         self.estimator = estimator
         self.score_type = score_type
         self.response_method = response_method
+        self.classes = classes
         self.cv = cv
         self.scoring = scoring
         self.n_std_errors = n_std_errors

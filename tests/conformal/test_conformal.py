@@ -563,9 +563,15 @@ def test_bad_inputs_raise_clear_errors():
         ConformalClassifier(
             calibrator=TemperatureCalibrator(LogisticRegression().fit(logits, y))
         ).fit(logits, y)
+    clf = LogisticRegression().fit(logits, y)
+    # a skcalib calibrator gets classes= and keeps the column of the absent
+    # class (issue 30, item 11); one without classes= needs every class
+    cp = ConformalClassifier(clf, calibrator=TemperatureCalibrator()).fit(
+        logits[y != 2], y[y != 2]
+    )
+    np.testing.assert_allclose(cp.predict_proba(logits).sum(axis=1), 1.0)
     with pytest.raises(ValueError, match=r"classes \[2\] have none"):
-        clf = LogisticRegression().fit(logits, y)
-        ConformalClassifier(clf, calibrator=TemperatureCalibrator()).fit(
+        ConformalClassifier(clf, calibrator=LogisticRegression()).fit(
             logits[y != 2], y[y != 2]
         )
     with pytest.raises(ValueError, match="not fitted"):
