@@ -5,7 +5,6 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
@@ -23,21 +22,21 @@ from skcalib.conformal._quantile import (
 )
 from skcalib.conformal._raps_tuning import resolve_raps
 from skcalib.conformal._scores import (  # re-exported: imported from here
-    RANDOMIZABLE,
     aps_mass_above,
     calibration_uniforms,
+    check_set_options,
     label_scores,
     prediction_sets,
     prediction_sets_many,
     resolve_randomized,
     row_uniforms,
 )
+from skcalib.conformal._set_calibrator import calibrator_input, fit_set_calibrator
 
 __all__ = ["ConformalClassifier"]
 _REEXPORTS = (aps_mass_above, conformal_quantile, label_scores, prediction_sets)
 
 
-# ------------------------------------------------------------------ estimator
 class ConformalClassifier(BaseCalibrator):
     """Split-conformal prediction sets with a coverage guarantee.
 
@@ -429,65 +428,25 @@ class ConformalClassifier(BaseCalibrator):
         self.classes = classes
 
     # ------------------------------------------------------------ probabilities
-    @staticmethod
-    def _calibrator_input(calibrator, raw):
-        if raw.ndim == 1 and not isinstance(calibrator, BaseCalibrator):
-            return raw[:, None]  # plain classifiers want 2-D features
-        return raw
-
     def _fit_calibrator(self, scores, y, sample_weight):
-        if self.calibrator is None:
-            return None
-        calibrator = clone(self.calibrator)
-        params = calibrator.get_params(deep=False)
-        if params.get("estimator") is not None:
-            raise ValueError(
-                "calibrator must work on scores (its estimator must be None); "
-                "pass the classifier as ConformalClassifier(estimator=...), got "
-                f"calibrator estimator={params['estimator']!r}."
-            )
-        if "score_type" in params:
-            calibrator.set_params(score_type=self.score_type_)
-        if "classes" in params:
-            # y is encoded: a class absent from y keeps its column
-            calibrator.set_params(classes=np.arange(len(self.classes_)))
-        missing = np.setdiff1d(np.arange(len(self.classes_)), y)
-        if missing.size and "classes" not in params:
-            raise ValueError(
-                f"calibrator needs calibration samples of every class; classes "
-                f"{self.classes_[missing].tolist()} have none."
-            )
-        fit_params = {} if sample_weight is None else {"sample_weight": sample_weight}
-        return calibrator.fit(
-            self._calibrator_input(calibrator, scores.raw), y, **fit_params
+        return fit_set_calibrator(
+            self.calibrator,
+            scores.raw,
+            y,
+            sample_weight,
+            self.score_type_,
+            self.classes_,
         )
 
     def _predict_proba(self, scores):
         if self.calibrator_ is None:
             return scores.proba
         proba = self.calibrator_.predict_proba(
-            self._calibrator_input(self.calibrator_, scores.raw)
+            calibrator_input(self.calibrator_, scores.raw)
         )
         return np.asarray(proba).astype(scores.dtype, copy=False)
 
     # ---------------------------------------------------------------- fitting
-    def _check_set_options(self):
-        if self.randomized_ and self.method not in RANDOMIZABLE:
-            raise ValueError(
-                f"randomized=True applies to method='aps' or 'raps' only, got "
-                f"method={self.method!r}."
-            )
-        if not self.include_last_label and self.method not in RANDOMIZABLE:
-            raise ValueError(
-                f"include_last_label=False applies to method='aps' or 'raps' "
-                f"only, got method={self.method!r}."
-            )
-        if not self.include_last_label and self.randomized_:
-            raise ValueError(
-                "include_last_label=False applies to non-randomised sets; with "
-                "randomized=True the last label is kept or dropped at random."
-            )
-
     def _score_params(self):
         """Keyword arguments of ``label_scores`` and ``prediction_sets``."""
         params = {"include_last_label": self.include_last_label}
@@ -500,7 +459,7 @@ class ConformalClassifier(BaseCalibrator):
         self.randomized_ = resolve_randomized(
             self.randomized, self.method, self.include_last_label
         )
-        self._check_set_options()
+        check_set_options(self.method, self.randomized_, self.include_last_label)
         self.calibrator_ = self._fit_calibrator(scores, y, sample_weight)
         proba = self._predict_proba(scores)
         rng = check_random_state(self.random_state)

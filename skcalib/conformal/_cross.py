@@ -43,8 +43,8 @@ from skcalib.conformal._cross_sets import (
 )
 from skcalib.conformal._quantile import _min_samples, check_alphas
 from skcalib.conformal._scores import (
-    RANDOMIZABLE,
     calibration_uniforms,
+    check_set_options,
     label_scores,
     resolve_randomized,
 )
@@ -335,7 +335,7 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         self.randomized_ = resolve_randomized(
             self.randomized, self.method, self.include_last_label
         )
-        self._check_set_options()
+        check_set_options(self.method, self.randomized_, self.include_last_label)
         rng = check_random_state(self.random_state)
         seed, u_cal = None, None
         if self.randomized_:
@@ -380,20 +380,6 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
             if hasattr(first, attr):
                 setattr(self, attr, getattr(first, attr))
         return self
-
-    def _check_set_options(self):
-        adaptive = self.method in RANDOMIZABLE
-        if self.randomized_ and not adaptive:
-            raise ValueError(
-                f"randomized=True applies to method='aps' or 'raps' only, got "
-                f"method={self.method!r}."
-            )
-        if not self.include_last_label and (not adaptive or self.randomized_):
-            raise ValueError(
-                "include_last_label=False applies to non-randomised "
-                f"method='aps' or 'raps' only, got method={self.method!r}, "
-                f"randomized={self.randomized!r}."
-            )
 
     def _score_params(self):
         params = {"include_last_label": self.include_last_label}

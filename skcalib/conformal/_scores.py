@@ -40,6 +40,28 @@ def resolve_randomized(randomized, method, include_last_label):
     return method in RANDOMIZABLE and bool(include_last_label)
 
 
+def check_set_options(method, randomized, include_last_label):
+    """Refuse set options that do not apply to ``method`` (the resolved
+    ``randomized_``); one rule for the split and the cross-conformal
+    classifiers."""
+    adaptive = method in RANDOMIZABLE
+    if randomized and not adaptive:
+        raise ValueError(
+            f"randomized=True applies to method='aps' or 'raps' only, got "
+            f"method={method!r}."
+        )
+    if not include_last_label and not adaptive:
+        raise ValueError(
+            f"include_last_label=False applies to method='aps' or 'raps' "
+            f"only, got method={method!r}."
+        )
+    if not include_last_label and randomized:
+        raise ValueError(
+            "include_last_label=False applies to non-randomised sets; with "
+            "randomized=True the last label is kept or dropped at random."
+        )
+
+
 # ------------------------------------------------------------ building blocks
 def _sorted_row_state(proba):
     """Descending order of each row, the mass before each sorted position,
@@ -119,9 +141,9 @@ def row_uniforms(proba, seed):
     also when rows are tied (identical probabilities at different positions
     get different uniforms: without the position, the coverage of one test
     set of 1000 rows from a model with two distinct rows ranged from 0.48
-    to 0.94 over seeds, instead of 0.85 to 0.94). The position makes the sets of a call depend
-    on the row order; the content makes one-row calls of different rows
-    draw different uniforms. The same call gives the same uniforms every
+    to 0.94 over seeds, instead of 0.85 to 0.94). The position makes the
+    sets of a call depend on the row order; the content makes one-row
+    calls of different rows draw different uniforms. The same call gives the same uniforms every
     time; rows that differ only by float64 rounding get the same ones.
 
     Parameters

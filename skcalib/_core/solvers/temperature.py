@@ -197,6 +197,21 @@ def temperature_bounds(max_gap, max_weighted_gap, total_weight, n_classes):
     return float(lower), float(UPPER_FACTOR * max_gap)
 
 
+def _check_normal_gap(max_gap):
+    """Refuse a largest logit gap below the smallest normal float64: 1 /
+    scale would overflow and the solver's unit is lost (the fit returned
+    T = 2e-310 for gaps of 2e-322, probabilities 0.5 apart)."""
+    if max_gap < np.finfo(np.float64).tiny:
+        raise ValueError(
+            f"The largest gap between a true-class logit and its row's top "
+            f"logit is {max_gap:.3g}, below the smallest normal float64 "
+            f"({np.finfo(np.float64).tiny:.3g}): subnormal scores keep only a "
+            "few significant bits and cannot be scaled. Multiply X by a large "
+            "constant (for example 2.0**600); the temperature is multiplied "
+            "by it."
+        )
+
+
 def fit_temperature(
     logits,
     y,
@@ -280,17 +295,7 @@ def fit_temperature(
     gap = -dy
     total_all = float(n if sample_weight is None else sample_weight.sum())
     max_gap = float(-active.min())
-    if max_gap < np.finfo(np.float64).tiny:
-        # 1 / scale would overflow and the solver's unit is lost: the fit
-        # returned T = 2e-310 for gaps of 2e-322 (probabilities 0.5 apart).
-        raise ValueError(
-            f"The largest gap between a true-class logit and its row's top "
-            f"logit is {max_gap:.3g}, below the smallest normal float64 "
-            f"({np.finfo(np.float64).tiny:.3g}): subnormal scores keep only a "
-            "few significant bits and cannot be scaled. Multiply X by a large "
-            "constant (for example 2.0**600); the temperature is multiplied "
-            "by it."
-        )
+    _check_normal_gap(max_gap)
     # Solve in units of the largest gap (a power of two: exact), so that the
     # squared gaps in the derivatives neither overflow nor underflow; the
     # bracket is computed in those units too (in the units of the scores,
