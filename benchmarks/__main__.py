@@ -7,7 +7,8 @@ usage: python -m benchmarks COMMAND [options]
 
 commands: speed, quality, auto, large, large-fit, conformal, report,
   regularisation, isotonic-ranking, decisions, gpu, smooth-ece,
-  calibration-tests, ece-speed, vector-scaling, cross-conformal, prior-shift
+  calibration-tests, ece-speed, vector-scaling, cross-conformal, prior-shift,
+  cold-start
 
   speed    time skcalib's calibrators and metrics against sklearn, netcal,
            torchmetrics, ... (writes speed.md)
@@ -47,6 +48,10 @@ commands: speed, quality, auto, large, large-fit, conformal, report,
   prior-shift  EM and BBSE prior-shift adaptation after no calibration,
            temperature, BCTS and vector scaling on label-shifted splits of
            real sets: target NLL, accuracy, prior error (writes prior_shift.md)
+  cold-start  first calls of every metric and calibrator in fresh processes
+           (cold and warm numba cache, numba absent), import skcalib against
+           import sklearn, and the score cache in a wrapper-mode grid
+           (writes cold_start.md)
 
 Each command has --help. Full runs write benchmarks/results/; --quick runs
 write to a temporary folder unless --out is given."""
@@ -92,6 +97,8 @@ def main(argv=None):
         from benchmarks.bench_cross_conformal import main as run
     elif command == "prior-shift":
         from benchmarks.bench_prior_shift import main as run
+    elif command == "cold-start":
+        from benchmarks.bench_cold_start import main as run
     else:
         print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2

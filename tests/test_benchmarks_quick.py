@@ -363,3 +363,26 @@ def test_choosing_guide_follows_the_committed_figures():
         )
     # The page's figure and table are built from the same section.
     assert "quality_choosing import read" in guide
+
+
+def test_cold_start_quick(tmp_path):
+    # Fresh processes: the confidence ECE's first call with a cold and a warm
+    # numba cache and without numba, import times, and the score-cache grid.
+    before = _mtimes()
+    _run("cold-start", out=tmp_path)
+    text = (tmp_path / "cold_start.md").read_text()
+    assert text.startswith("# Cold start")
+    for expected in (
+        "## First call, 10,000 x 10",
+        "| expected_calibration_error |",
+        "## `import skcalib` against `import sklearn`",
+        "| import skcalib |",
+        "| wrapper grid in `with ScoreCache():` |",
+        "Same mean test scores in all three: yes.",
+        "| model snapshot (per lookup) |",
+    ):
+        assert expected in text, expected
+    # 1e5 entries, far below accel.MIN_SIZE: no process imported numba.
+    row = next(r for r in text.splitlines() if r.startswith("| expected_calib"))
+    assert row.rstrip().endswith("| no |"), row
+    assert _mtimes() == before

@@ -26,12 +26,45 @@ same work in one pass each:
 
 Each result equals the numpy path's exactly (integer counts, the same table
 rows, the same binary search for the scores of ambiguous cells); the tests
-run both. Arrays shorter than :data:`MIN_SIZE` always take the numpy path,
-so small inputs never wait for a compilation. numba compiles a kernel on
-its first large call (about a second per dtype, and for the vector kernel
-per dtype and number of columns) and caches it on disk for later
-processes. Set the environment variable ``SKCALIB_DISABLE_NUMBA=1`` to
-use numpy only.
+run both, so which path a call takes changes its speed, never its result.
+
+**When the kernels run.** Loading them costs once per process: importing
+numba (about 0.4 s) and, per kernel and argument types, reading the
+compiled code from numba's disk cache (about 0.1 s; with an empty cache,
+compiling it: 1 to 5 s per kernel, the vector kernel of the binned metrics
+the longest). That is the time the numpy path takes for about 5e7 to 1e8
+entries, so:
+
+* an input of at least :data:`MIN_SIZE` entries (``2**26``, 6.7e7: e.g.
+  6.7e6 x 10 probabilities; 1e7 x 10 is above it) takes the kernel,
+  loading it first if needed: the numpy path would take about as long as a
+  warm load (0.4 s to 0.5 s for a confidence ECE, 6 ms per 1e6 entries
+  saved by the kernel), so a first call costs at most about twice the numpy
+  path with a warm numba cache and every later call is faster. With an
+  empty cache the first such call also pays the compilation (seconds,
+  once: numba writes the cache for later processes);
+* an input of fewer than :data:`MIN_SIZE` entries takes the numpy path
+  and does not import numba, so ``import skcalib`` and a first call on,
+  say, 2e5 x 10 cost the same with or without numba. Two exceptions, both
+  from :data:`WARM_SIZE` entries (``2**16``) up: a kernel that this process
+  has already loaded for the same argument types runs (no load cost: after
+  an earlier large call); and once this process has run :data:`MIN_SIZE`
+  entries of such inputs on the numpy path in place of a kernel (a loop of
+  calls on mid-size inputs: 0.4 s or so of numpy work), the kernels load
+  and compile as these calls need them. Loading then costs at most what
+  the numpy path has already cost (with a warm numba cache) and the rest
+  of the loop runs at the kernels' speed; with an empty cache that call
+  pays the compilation, once;
+* :func:`compiled` (a Python loop, about a hundred times slower than its
+  compiled form) counts the entries it has run in Python in this process
+  and compiles once they reach :data:`LOOP_BUDGET` (about 0.5 s of Python
+  loop, the cost of a warm load and compile): a Venn-ABERS fit on 2e5 rows
+  and 10 classes runs its first sweeps in Python and the others compiled.
+
+The thresholds were measured on the 2-core development machine
+(``python -m benchmarks cold-start``); they change a speed, never a
+result. Set the environment variable ``SKCALIB_DISABLE_NUMBA=1`` to use
+numpy only.
 """
 
 import os
@@ -43,8 +76,25 @@ import numpy as np
 
 __all__ = []  # private module
 
-#: Inputs with fewer elements use the numpy path.
-MIN_SIZE = 1 << 16
+#: Inputs with at least this many entries take the kernels, loading (or
+#: compiling) them first if needed; smaller ones take the numpy path.
+MIN_SIZE = 1 << 26
+
+#: Inputs with fewer entries always take the numpy path; from here to
+#: :data:`MIN_SIZE` a kernel runs only if it is already loaded in this
+#: process for the same argument types (no load, no compilation).
+WARM_SIZE = 1 << 16
+
+#: Entries that :func:`compiled` lets run as a Python loop in a process
+#: before it compiles the loop (about 0.5 s of Python; a sweep of
+#: Venn-ABERS costs about 0.5 us per entry in Python).
+LOOP_BUDGET = 1 << 20
+
+#: Entries run as Python loops so far in this process (see :func:`compiled`).
+_loop_work = [0]
+
+#: A call that the kernels decline (the numpy path runs).
+_DECLINED = object()
 
 
 def _value_range(x):
@@ -165,10 +215,61 @@ def _kernels():
 
 
 def kernels_for(size):
-    """The kernels for an input of ``size`` elements, or None (numpy path)."""
-    if size < MIN_SIZE:
+    """The kernels for an input of ``size`` elements, or None (numpy path).
+
+    Below :data:`MIN_SIZE` they are given only from :data:`WARM_SIZE`, once
+    loaded in this process or once the numpy path has run
+    :data:`MIN_SIZE` entries of such inputs here (:func:`_spent`); each call
+    then goes through :func:`_run`, which may still decline a kernel.
+    """
+    if size >= MIN_SIZE:
+        return _kernels()
+    if size < WARM_SIZE:
         return None
+    if not _loaded() and not _spent(size):
+        return None  # numba not loaded: not for one mid-size input
     return _kernels()
+
+
+#: Entries of inputs from WARM_SIZE to MIN_SIZE that the numpy path has run
+#: in this process in place of a kernel that was not loaded (or compiled).
+_numpy_work = [0]
+
+
+def _spent(size):
+    """Count ``size`` entries run on the numpy path in place of a kernel;
+    whether this process has run :data:`MIN_SIZE` such entries (the time a
+    warm load of the kernels costs: loading them now costs at most what
+    the numpy path has already cost, and saves from here on)."""
+    if _numpy_work[0] >= MIN_SIZE:
+        return True
+    _numpy_work[0] += size
+    return False
+
+
+def _loaded():
+    """Whether :func:`_kernels` has run in this process (numba imported)."""
+    info = getattr(_kernels, "cache_info", None)  # None: replaced (benchmarks)
+    return info is None or info().currsize > 0
+
+
+def _ready(fn, args):
+    """Whether the numba dispatcher ``fn`` has code for the types of
+    ``args`` in this process (calling it neither compiles nor reads the
+    disk cache)."""
+    try:
+        return tuple(fn.typeof_pyval(a) for a in args) in fn.overloads
+    except Exception:  # a type numba cannot name: let the numpy path run
+        return False
+
+
+def _run(fn, size, *args):
+    """``fn(*args)``, or :data:`_DECLINED` for an input below
+    :data:`MIN_SIZE` whose call would load or compile ``fn`` before this
+    process has run :data:`MIN_SIZE` entries on the numpy path."""
+    if size < MIN_SIZE and not _ready(fn, args) and not _spent(size):
+        return _DECLINED
+    return fn(*args)
 
 
 @cache
@@ -180,11 +281,31 @@ def _compiled(fn):
 
 def compiled(fn, size):
     """``fn`` compiled by numba for an input of ``size`` elements, or None
-    (numpy path: small input, no numba, or switched off). ``fn`` is a plain
-    function of another module written in numba's subset of Python."""
-    if kernels_for(size) is None:
+    (run ``fn`` as Python: small input, no numba, or switched off). ``fn``
+    is a plain function of another module written in numba's subset of
+    Python.
+
+    A Python loop is slow enough that compiling it pays for itself within
+    one fit on a few hundred thousand entries, but not on one small call:
+    ``fn`` runs as Python until this process has run :data:`LOOP_BUDGET`
+    entries that way (inputs below :data:`WARM_SIZE` never count, nor
+    compile), then compiled, for every later input of at least
+    :data:`WARM_SIZE` entries. An input of :data:`MIN_SIZE` entries or more
+    compiles at once.
+    """
+    if size < min(WARM_SIZE, MIN_SIZE):
         return None
+    if fn not in _compiled_fns and size < MIN_SIZE and _loop_work[0] < LOOP_BUDGET:
+        _loop_work[0] += size
+        return None
+    if kernels_for(max(size, MIN_SIZE)) is None:  # no numba, or switched off
+        return None
+    _compiled_fns.add(fn)
     return _compiled(fn)
+
+
+#: The functions :func:`compiled` has compiled in this process.
+_compiled_fns = set()
 
 
 def value_range(x):
@@ -195,8 +316,10 @@ def value_range(x):
     """
     k = kernels_for(x.size)
     if k is not None and (x.flags.c_contiguous or x.flags.f_contiguous):
-        lo, hi, nan = k.value_range(x.reshape(-1, order="A"))
-        return x.dtype.type(lo), x.dtype.type(hi), bool(nan)
+        found = _run(k.value_range, x.size, x.reshape(-1, order="A"))
+        if found is not _DECLINED:
+            lo, hi, nan = found
+            return x.dtype.type(lo), x.dtype.type(hi), bool(nan)
     lo, hi = x.min(), x.max()
     return lo, hi, bool(lo != lo)
 
@@ -210,7 +333,9 @@ def present_in_span(y, lo, span):
     k = kernels_for(y.size)
     if k is None or y.dtype.kind != "i" or y.ndim != 1 or not y.flags.c_contiguous:
         return None
-    return k.present_in_span(y, y.dtype.type(lo), np.zeros(span, dtype=np.bool_))
+    seen = np.zeros(span, dtype=np.bool_)
+    found = _run(k.present_in_span, y.size, y, y.dtype.type(lo), seen)
+    return None if found is _DECLINED else found
 
 
 def cell_counts(scores, target, interior, code, n_cells, n_bins):
@@ -220,7 +345,9 @@ def cell_counts(scores, target, interior, code, n_cells, n_bins):
     k = kernels_for(scores.size)
     if k is None:
         return None
-    return k.cell_counts(scores, target, interior, code, n_cells, n_bins)
+    args = (scores, target, interior, code, n_cells, n_bins)
+    found = _run(k.cell_counts, scores.size, *args)
+    return None if found is _DECLINED else found
 
 
 def cell_lookup(scores, interior, code, n_cells, table):
@@ -232,7 +359,8 @@ def cell_lookup(scores, interior, code, n_cells, table):
         return None
     out = np.empty((scores.size,) + table.shape[1:], dtype=table.dtype)
     fn = k.cell_lookup1 if table.ndim == 1 else k.cell_lookup2
-    return fn(scores, interior, code, n_cells, table, out)
+    found = _run(fn, scores.size, scores, interior, code, n_cells, table, out)
+    return None if found is _DECLINED else found
 
 
 def _fused_ok(proba, k, ndim=2):
@@ -319,11 +447,11 @@ def binned_totals(proba, y, weight, tables, n_bins, kind, block, tol):
     if proba.ndim == 1:  # binary, one block (as the numpy path)
         one = proba.dtype.type(1)
         args = (*tables, n_bins, _KIND_CODES[kind], totals)
-        bad = k.binary_cells(proba, one, y, w, *args)
+        bad = _run(k.binary_cells, proba.size, proba, one, y, w, *args)
     elif kind == "classwise":
         bits, one = _bits(proba)
         args = (*tables, n_bins, block, tol, totals)
-        bad = k.class_cells(proba, bits, one, y, w, *args)
+        bad = _run(k.class_cells, proba.size, proba, bits, one, y, w, *args)
     else:
         per_class = kind == "top_label"
         tol = _top1_tolerance(proba, tol)
@@ -332,10 +460,14 @@ def binned_totals(proba, y, weight, tables, n_bins, kind, block, tol):
             if vector is None:
                 return None
             args = (*tables, n_bins, per_class, block, *vector, tol, totals)
-            bad = k.top1_vector(proba, y, w, *args, (0,) * proba.shape[1])
+            lanes = (0,) * proba.shape[1]
+            bad = _run(k.top1_vector, proba.size, proba, y, w, *args, lanes)
         else:
             args = (*tables, n_bins, per_class, block, tol, totals)
-            bad = k.top1_cells(proba, _bits(proba)[0], y, w, *args)
+            bits = _bits(proba)[0]
+            bad = _run(k.top1_cells, proba.size, proba, bits, y, w, *args)
+    if bad is _DECLINED:
+        return None
     return totals, bool(bad)
 
 
@@ -347,5 +479,8 @@ def top1_scan(proba, tol):
         return None
     pred = np.empty(proba.shape[0], dtype=np.intp)
     conf = np.empty(proba.shape[0], dtype=proba.dtype)
-    bad = k.top1_scan(proba, _bits(proba)[0], pred, conf, _top1_tolerance(proba, tol))
+    tol = _top1_tolerance(proba, tol)
+    bad = _run(k.top1_scan, proba.size, proba, _bits(proba)[0], pred, conf, tol)
+    if bad is _DECLINED:
+        return None
     return pred, conf, bool(bad)

@@ -54,7 +54,6 @@ of ``O(m log m)`` per evaluated bandwidth: ``O(n + m log m)`` in all.
 """
 
 import numpy as np
-from scipy.signal import fftconvolve
 
 __all__ = []  # private module
 
@@ -151,6 +150,9 @@ def reflected_convolution(nodes, sigma, boundary, exact=False):
     (``"reflect"`` only) directly over the offsets whose Gaussian weight is
     not 0 (each sum then has a small relative error, also where it is tiny).
     """
+    # scipy.signal costs about 0.1 s to import: only where a smooth ECE runs.
+    from scipy.signal import fftconvolve
+
     m = nodes.shape[1]
     if boundary == "reflect":
         nodes = nodes.copy()

@@ -311,3 +311,72 @@ def test_every_calibrator_same_outputs_from_cached_scores(config):
     for out in got:
         for key, value in expected.items():
             np.testing.assert_array_equal(out[key], value)
+
+
+# ------------------------------------------- the model's key, once per state
+def _count_pickle_hashes(monkeypatch):
+    from skcalib._core import score_cache
+
+    calls = []
+    real = score_cache.pickle_hash
+
+    def counted(obj):
+        calls.append(type(obj).__name__)
+        return real(obj)
+
+    monkeypatch.setattr(score_cache, "pickle_hash", counted)
+    return calls
+
+
+def test_model_pickle_is_hashed_once_per_state(problem, monkeypatch):
+    # The 3 x 5 search makes 31 lookups; the boosted model's pickle (a few
+    # ms to hash, more than predicting a small fold) is hashed once.
+    clf, X, y = problem
+    calls = _count_pickle_hashes(monkeypatch)
+    with ScoreCache() as cache:
+        _search(clf, X, y)
+    assert cache.hits + cache.misses == 31
+    assert calls == ["HistGradientBoostingClassifier"]
+    calls.clear()
+    with ScoreCache(model_check="pickle") as cache:
+        _search(clf, X, y)
+    assert len(calls) == 31  # the old behaviour, on request
+
+
+@pytest.mark.parametrize("model_check", ["attributes", "pickle"])
+def test_in_place_change_of_a_fitted_array_gives_new_scores(model_check):
+    X, y = make_classification(300, random_state=3)
+    clf = LogisticRegression().fit(X, y)
+    with ScoreCache(model_check=model_check) as cache:
+        before = cache.scores(clf, "decision_function", X)
+        clf.coef_ *= 2.0  # the same array object, new content
+        after = cache.scores(clf, "decision_function", X)
+    np.testing.assert_array_equal(after, clf.decision_function(X))
+    np.testing.assert_allclose(after - clf.intercept_, 2 * (before - clf.intercept_))
+    assert (cache.hits, cache.misses) == (0, 2)
+
+
+def test_nested_step_refit_and_set_params_give_new_scores():
+    # A Pipeline refits its steps in place (the same step objects): the
+    # snapshot walks into them.
+    X, y = make_classification(400, random_state=4)
+    pipe = make_pipeline(FunctionTransformer(), LogisticRegression()).fit(
+        X[:200], y[:200]
+    )
+    with ScoreCache() as cache:
+        a = cache.scores(pipe, "decision_function", X)
+        cache.scores(pipe, "decision_function", X)
+        assert cache.hits == 1  # unchanged: found
+        pipe.fit(X[200:], y[200:])
+        b = cache.scores(pipe, "decision_function", X)
+        pipe.set_params(logisticregression__C=0.01).fit(X[200:], y[200:])
+        c = cache.scores(pipe, "decision_function", X)
+    np.testing.assert_array_equal(c, pipe.decision_function(X))
+    assert not np.array_equal(a, b) and not np.array_equal(b, c)
+    assert (cache.hits, cache.misses) == (1, 3)
+
+
+def test_model_check_is_validated():
+    with pytest.raises(ValueError, match="model_check must be"):
+        with ScoreCache(model_check="id"):
+            pass

@@ -171,7 +171,7 @@ def test_non_finite_scores_are_reported_through_the_kernel(kernels):
 
 
 def test_small_inputs_and_the_environment_switch_use_numpy(monkeypatch):
-    assert _accel.kernels_for(_accel.MIN_SIZE - 1) is None
+    assert _accel.kernels_for(_accel.WARM_SIZE - 1) is None
     _accel._kernels.cache_clear()
     monkeypatch.setenv("SKCALIB_DISABLE_NUMBA", "1")
     try:
@@ -286,3 +286,115 @@ def test_encode_of_labels_that_are_their_codes():
     assert known.dtype == bool and known.all()
     with pytest.raises(ValueError, match=r"label\(s\) \[6\] that are not in"):
         encode(np.array([0, 6]), classes)
+
+
+# ------------------------------------------------------------- cold start
+_FRESH_PROCESS = """
+import sys
+import numpy as np
+from skcalib import HistogramBinningCalibrator, VennAbersCalibrator
+from skcalib._core import accel
+from skcalib.metrics import expected_calibration_error, reliability_curve
+
+rng = np.random.default_rng(0)
+p = rng.dirichlet(np.ones(10), 200_000)
+y = rng.integers(0, 10, 200_000)
+assert p.size < accel.MIN_SIZE
+for kind in ("confidence", "top_label", "classwise"):
+    expected_calibration_error(y, p, kind=kind)
+reliability_curve(y, p, strategy="quantile")
+HistogramBinningCalibrator().fit(p, y).predict_proba(p)
+VennAbersCalibrator().fit(p[:50_000, 0], y[:50_000] == 0)
+print("numba" in sys.modules)
+"""
+
+
+def test_a_fresh_process_never_loads_numba_below_min_size():
+    # 2e5 x 10 probabilities: the numpy path takes milliseconds, importing
+    # numba and loading the kernels takes about a second (seconds to
+    # compile them): the metrics and calibrators must not touch numba.
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _FRESH_PROCESS],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "False"
+
+
+def test_run_declines_what_would_compile_below_min_size(monkeypatch):
+    import numba
+
+    monkeypatch.setattr(_accel, "_numpy_work", [0])
+    fn = numba.njit(lambda x, t: x.sum() + t)
+    x = np.arange(5.0)
+    assert _accel._run(fn, _accel.MIN_SIZE - 1, x, 1.0) is _accel._DECLINED
+    assert not fn.overloads  # declining compiled nothing
+    assert _accel._run(fn, _accel.MIN_SIZE, x, 1.0) == 11.0  # compiles
+    # Now compiled for (float64[::1], float64): a small call takes it, and
+    # other argument types are declined again.
+    assert _accel._run(fn, 1, x, 2.0) == 12.0
+    assert _accel._run(fn, 1, x.astype(np.float32), 2.0) is _accel._DECLINED
+    assert len(fn.overloads) == 1
+
+
+def test_a_loop_of_mid_size_calls_loads_the_kernels_once_it_has_paid(monkeypatch):
+    import numba
+
+    monkeypatch.setattr(_accel, "_numpy_work", [0])
+    fn = numba.njit(lambda x: x.sum())
+    x = np.arange(7.0)
+    size = _accel.WARM_SIZE
+    runs = 0
+    while _accel._run(fn, size, x) is _accel._DECLINED:
+        runs += 1
+    # The numpy path ran MIN_SIZE entries in place of the kernel: loading
+    # it now costs at most what the numpy path has cost so far.
+    assert runs == _accel.MIN_SIZE // size
+    assert _accel._run(fn, size, x.astype(np.float32)) == 21.0  # compiles too
+    assert _accel._run(fn, size - 1, x) == 21.0  # compiled: any size
+    assert _accel.kernels_for(size - 1) is None  # but kernels_for is not asked
+
+
+def test_loaded_kernels_serve_inputs_from_warm_size(kernels):
+    # Once a kernel has run for some argument types (the fixture loads the
+    # kernels; a call at MIN_SIZE = 0 compiles value_range for float64),
+    # inputs from WARM_SIZE take it without a new compilation, and give the
+    # numpy path's result.
+    x = np.random.default_rng(0).normal(size=_accel.WARM_SIZE)
+    assert kernels.value_range(x) == (x.min(), x.max(), False)
+    kernels.MIN_SIZE = 1 << 26
+    k = _accel.kernels_for(x.size)
+    assert k is not None
+    assert _accel._ready(k.value_range, (x,))
+    assert _accel.value_range(x) == (x.min(), x.max(), False)
+    assert _accel.kernels_for(_accel.WARM_SIZE - 1) is None
+
+
+def test_python_loops_compile_after_the_loop_budget(monkeypatch):
+    def loop(x):
+        total = 0.0
+        for v in x:
+            total += v
+        return total
+
+    monkeypatch.setattr(_accel, "_loop_work", [0])
+    monkeypatch.setattr(_accel, "_compiled_fns", set())
+    size = _accel.WARM_SIZE
+    assert _accel.compiled(loop, size - 1) is None  # small: never counts
+    assert _accel._loop_work[0] == 0
+    runs = 0
+    while _accel.compiled(loop, size) is None:
+        runs += 1
+    # Python until LOOP_BUDGET entries have run that way, then compiled.
+    assert runs == -(-_accel.LOOP_BUDGET // size)
+    fn = _accel.compiled(loop, size)
+    assert fn(np.arange(4.0)) == 6.0
+    assert _accel.compiled(loop, size - 1) is None
+    monkeypatch.setattr(_accel, "_compiled_fns", set())
+    monkeypatch.setattr(_accel, "_loop_work", [0])
+    assert _accel.compiled(loop, _accel.MIN_SIZE) is not None  # large: at once
