@@ -226,6 +226,25 @@ class ScoreTypeDecision:
     reason: str
 
 
+def _check_normal_spread(lo, hi, name):
+    """Refuse logits whose whole spread ``hi - lo`` is subnormal (nonzero,
+    below the smallest normal float64): they keep a few significant bits,
+    every sigmoid or softmax of them is exactly uniform and the slope or
+    ``1 / T`` a map would need overflows, so every calibrator returned a
+    constant or a wrong temperature without a word."""
+    tiny = np.finfo(np.float64).tiny
+    with np.errstate(over="ignore", invalid="ignore"):
+        spread = float(hi) - float(lo)
+    if 0 < spread < tiny:
+        raise ValueError(
+            f"{name} holds logits that differ by at most {spread:.3g}, below "
+            f"the smallest normal float64 ({tiny:.3g}): subnormal differences "
+            "keep only a few significant bits and every probability of them "
+            "is uniform. Multiply X by a large constant (for example "
+            "2.0**600; a temperature or slope is multiplied by it)."
+        )
+
+
 def resolve_score_type(
     scores, score_type, *, value_range=None, name="X", warn_logit=True
 ):
@@ -234,7 +253,9 @@ def resolve_score_type(
     The rule of ``score_type="auto"`` (documented in the design notes):
 
     * A score array with a value outside ``[0, 1]`` holds logits (decision
-      values count as logits).
+      values count as logits). Logits (read or given) whose whole spread
+      ``max - min`` is nonzero but below the smallest normal float64 are a
+      ``ValueError``: no probability of them differs from uniform.
     * 1-D scores (or one column) entirely inside ``[0, 1]`` are the
       probability of the positive class.
     * 2-D scores entirely inside ``[0, 1]`` are probabilities, never silently
@@ -272,6 +293,8 @@ def resolve_score_type(
         return ScoreTypeDecision(kind, scores, 0, "no scores")
     lo, hi = (scores.min(), scores.max()) if value_range is None else value_range
     in_range = bool(lo >= 0) and bool(hi <= 1)
+    if score_type == "logit" or not in_range:
+        _check_normal_spread(lo, hi, name)
     one_column = scores.ndim == 1 or scores.shape[1] == 1
     if score_type == "logit":
         if warn_logit and in_range and (one_column or row_sums(scores).exact):
