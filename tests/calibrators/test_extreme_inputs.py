@@ -32,6 +32,8 @@ ALL = [
     ScalingBinningCalibrator,
     VennAbersCalibrator,
 ]
+
+
 def _scores():
     rng = np.random.default_rng(0)
     y = rng.integers(0, 2, 200)
