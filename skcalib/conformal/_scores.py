@@ -143,8 +143,9 @@ def row_uniforms(proba, seed):
     set of 1000 rows from a model with two distinct rows ranged from 0.48
     to 0.94 over seeds, instead of 0.85 to 0.94). The position makes the
     sets of a call depend on the row order; the content makes one-row
-    calls of different rows draw different uniforms. The same call gives the same uniforms every
-    time; rows that differ only by float64 rounding get the same ones.
+    calls of different rows draw different uniforms. The same call gives
+    the same uniforms every time; rows that differ only by float64 rounding
+    get the same ones.
 
     Parameters
     ----------

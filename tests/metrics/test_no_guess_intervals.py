@@ -1,6 +1,7 @@
 """Issue 14, items 6 and 10 (revised by issue 30): reproducible randomised
-APS sets whose uniforms are independent per row, and calibration-error intervals whose coverage of the true
-binned error is nominal near 0 and away from it."""
+APS sets whose uniforms are independent per row, and calibration-error
+intervals whose coverage of the true binned error is nominal near 0 and away
+from it."""
 
 import numpy as np
 import pytest
