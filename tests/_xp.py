@@ -45,13 +45,24 @@ def dispatch_reason():
     return None
 
 
+#: The namespaces of the ``array-api`` test extra (pyproject.toml): not in the
+#: ``test`` extra, since pip's default torch is a CUDA build of several GB.
+ARRAY_API_EXTRA = ("torch", "array_api_strict")
+
+
+def import_namespace(name):
+    """The module ``name``, or a skip that says how to install it."""
+    how = ' (pip install -e ".[array-api]")' if name in ARRAY_API_EXTRA else ""
+    return pytest.importorskip(name, reason=f"{name} is not installed{how}")
+
+
 def namespace_for(case):
     """``(module, device, dtype)`` of a case, skipping when it cannot run."""
     name, device, dtype = case
     reason = dispatch_reason()
     if reason:
         pytest.skip(reason)
-    xp = pytest.importorskip(name)
+    xp = import_namespace(name)
     if name == "torch" and device == "cuda" and not xp.cuda.is_available():
         pytest.skip("no CUDA GPU on this machine (torch.cuda.is_available() is False)")
     if name == "array_api_strict":

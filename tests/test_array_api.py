@@ -20,6 +20,7 @@ from _xp import (
     CASES,
     assert_close,
     case_id,
+    import_namespace,
     namespace_for,
     same_namespace,
     to_np,
@@ -110,7 +111,7 @@ def test_move_estimator_to_numpy_and_back():
 
 
 def test_without_dispatch_nothing_changes():
-    torch = pytest.importorskip("torch")
+    torch = import_namespace("torch")
     logits, y = _logits()
     est = skcalib.TemperatureCalibrator().fit(torch.asarray(logits), torch.asarray(y))
     proba = est.predict_proba(torch.asarray(logits))

@@ -31,19 +31,67 @@ __all__ = ["HistogramBinningCalibrator"]
 #: 15 bins on more sets than 200; see the class docstring).
 POINTS_PER_BIN = 200
 
+#: ``n_bins="auto"``: at least this many bins (or one per distinct score,
+#: when there are fewer), whatever the sample size. ``n / 200`` alone gave
+#: one bin below 400 samples, a constant map that threw the ranking away
+#: (100 separable rows: 0.5 for every input, ROC-AUC 0.5). Five bins give
+#: ``strategy="hybrid"`` edges at 1/3, 2/3 and the median of the scores,
+#: and at ``n = 100`` leave 20 samples a bin on average, four times the
+#: prior's 5 pseudo-samples, so each bin's own frequency still weighs 80%
+#: of its estimate. From
+#: ``n = 1000`` on, ``n / 200`` decides alone, as before.
+AUTO_MIN_BINS = 5
+
 #: ``n_bins`` of the binning calibrators: an int or ``"auto"``.
 N_BINS_OR_AUTO = [N_BINS_CONSTRAINT, StrOptions({"auto"})]
 
 
-def auto_n_bins(size, points_per_bin=None):
-    """``floor(size / points_per_bin)`` bins, at least 1 and at most
+def auto_n_bins(size, points_per_bin=None, n_distinct=None):
+    """The ``n_bins="auto"`` rule: ``max(floor(size / points_per_bin),
+    min(AUTO_MIN_BINS, n_distinct))`` bins, at least 1 and at most
     ``MIN_BIN_CAP`` (an infinite size, from overflowing weights, gives the
-    cap)."""
+    cap).
+
+    ``n_distinct`` is the number of distinct scores (of positive weight);
+    it is read only when ``size < AUTO_MIN_BINS * points_per_bin`` (see
+    :func:`needs_distinct`); ``None`` counts as many."""
     if points_per_bin is None:
         points_per_bin = POINTS_PER_BIN
     if not size < MIN_BIN_CAP * points_per_bin:
         return MIN_BIN_CAP
-    return max(1, int(size // points_per_bin))
+    n_bins = int(size // points_per_bin)
+    if n_bins >= AUTO_MIN_BINS:
+        return n_bins
+    floor = AUTO_MIN_BINS if n_distinct is None else min(AUTO_MIN_BINS, n_distinct)
+    return max(1, n_bins, int(floor))
+
+
+def needs_distinct(size, points_per_bin=None):
+    """Whether :func:`auto_n_bins` reads the number of distinct scores for
+    a sample of this size (below ``AUTO_MIN_BINS * points_per_bin``)."""
+    if points_per_bin is None:
+        points_per_bin = POINTS_PER_BIN
+    return size < AUTO_MIN_BINS * points_per_bin
+
+
+def n_distinct_scores(score, sample_weight=None):
+    """The number of distinct values of ``score`` among the rows of
+    positive weight."""
+    if sample_weight is not None:
+        score = score[sample_weight > 0]
+    return int(np.unique(score).size)
+
+
+def _xp_n_distinct_sorted(ns, s_sorted, w_sorted=None):
+    """:func:`n_distinct_scores` of sorted scores on a device (one number
+    crosses to the host)."""
+    xp = ns.xp
+    if w_sorted is not None:
+        s_sorted = s_sorted[w_sorted > 0]
+    if s_sorted.shape[0] == 0:
+        return 0
+    changes = xp.sum(xp.astype(s_sorted[1:] != s_sorted[:-1], xp.int64))
+    return 1 + int(to_numpy(changes))
 
 
 def unit_weights(sample_weight):
@@ -159,10 +207,23 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
     finite.
 
     **Number of bins.** ``n_bins="auto"`` (the default) gives each map
-    ``floor(n / 200)`` bins, at least 1, where ``n`` is the number of
-    calibration samples the map is fitted on (all of them for a one-vs-rest
-    or binary map, those predicted as the class for a top-label map); the
-    resolved numbers are in ``n_bins_``.
+
+    .. math::
+
+        \\max\\bigl(\\lfloor n / 200 \\rfloor,\\ \\min(5, d)\\bigr)
+
+    bins, at least 1, where ``n`` is the number of calibration samples the
+    map is fitted on (all of them for a one-vs-rest or binary map, those
+    predicted as the class for a top-label map; with weights, their sum)
+    and ``d`` the number of distinct scores among them (of positive
+    weight): ``n / 200`` from 1000 samples on, 5 bins below (fewer only
+    when there are fewer distinct scores: 1 for one row, 2 for two). 200
+    samples a bin won on the benchmark below; the floor of 5 keeps a small
+    calibration set's ranking, which ``n / 200`` alone, one bin below 400
+    samples, turned into a constant (ROC-AUC 0.5). Five bins give hybrid
+    edges at 1/3, 2/3 and the median of the scores, and at ``n = 100``
+    leave 20 samples a bin, four times the prior's 5. The resolved numbers
+    are in ``n_bins_``.
 
     **Edges.** ``strategy="hybrid"`` (the default) takes the union of the
     edges of ``n_bins - n_bins // 2`` equal-width bins and of
@@ -216,7 +277,7 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
         A prefit classifier (wrapper mode) or ``None`` (``X`` holds scores).
     n_bins : int or "auto", default="auto"
         Number of bins of each map; ``"auto"``: ``floor(n / 200)``, at least
-        1 (see above).
+        5 (or the number of distinct scores, when fewer; see above).
     strategy : {"hybrid", "uniform", "quantile"}, default="hybrid"
         ``"uniform"``: equal-width bins on ``[0, 1]``; ``"quantile"``:
         equal-mass bins from the (weighted) quantiles of the calibration
@@ -349,13 +410,22 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
         # taken as given; _fit_map divides them by a power of two itself.
         return not (self.n_bins == "auto" or self.smoothing > 0)
 
-    def _resolve_bins(self, size):
-        return auto_n_bins(size) if self.n_bins == "auto" else self.n_bins
+    def _resolve_bins(self, size, n_distinct):
+        """``n_bins``, or its ``"auto"`` value for a map of ``size`` samples;
+        ``n_distinct()`` counts the distinct scores, called only when the
+        rule reads them (small maps)."""
+        if self.n_bins != "auto":
+            return self.n_bins
+        distinct = n_distinct() if needs_distinct(size) else None
+        return auto_n_bins(size, n_distinct=distinct)
 
     def _fit_map(self, score, target, sample_weight):
         # target: boolean, or the 0/1 encoded labels of a binary problem.
         w, size, e = unit_weights(sample_weight)
-        n_bins = self._resolve_bins(score.shape[0] if w is None else size)
+        n_bins = self._resolve_bins(
+            score.shape[0] if w is None else size,
+            partial(n_distinct_scores, score, w),
+        )
         edges = self._edges(score, n_bins, w)
         if self.smoothing > 0:
             sums = binned_sums(score, edges, w, target != 0, score, in_range=True)
@@ -375,8 +445,11 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
         # table (n_bins numbers) by the numpy code.
         xp = ns.xp
         w, size, e = _xp_unit_weights(ns, sample_weight)
-        n_bins = self._resolve_bins(score.shape[0] if w is None else size)
         order, s, ws = sorted_scores(ns, score, w)
+        n_bins = self._resolve_bins(
+            score.shape[0] if w is None else size,
+            partial(_xp_n_distinct_sorted, ns, s, ws),
+        )
         edges = self._edges_xp(ns, s, n_bins, ws)
         values = (xp.take(target, order),) + ((s,) if self.smoothing > 0 else ())
         sums = xp_binned_sums(ns, s, edges, ws, *values)
@@ -410,13 +483,20 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
                 f"strategy={self.strategy!r}."
             )
         # Without rescaling (counted weights) the chunk weights are as given.
-        n_bins = self._resolve_bins(data.total_weight * data.weight_scale)
+        gather = partial(
+            data.map_scores,
+            partial(_map_scores_and_weights, view=view),
+            combine=_concatenate,
+        )
+        # a small map's distinct scores: one pass gathers them (few rows)
+        n_bins = self._resolve_bins(
+            data.total_weight * data.weight_scale,
+            lambda: n_distinct_scores(*gather()),
+        )
         if self.strategy == "hybrid" and n_bins // 2 >= 2:
             # The equal-mass half needs the map's scores at once: one pass
             # gathers them (16 bytes a row, one map at a time).
-            score, w = data.map_scores(
-                partial(_map_scores_and_weights, view=view), combine=_concatenate
-            )
+            score, w = gather()
             edges = hybrid_edges(score, n_bins, unit_weights(w)[0])
         else:
             edges = bin_edges(None, n_bins, "uniform")
