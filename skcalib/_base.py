@@ -199,7 +199,8 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
             f"{source} has {n_cols} column(s) but there are {n_classes} classes "
             f"{self.classes_.tolist()}; raw scores need one column per class (in the "
             "order of classes_) or, for two classes, one column with the score of "
-            "the positive class."
+            "the positive class. If y misses classes that X has columns for, pass "
+            "classes= (the class of each column, in column order)."
         )
 
     def _scores(self, scores, kind, value_range, *, reset):

@@ -227,13 +227,8 @@ _DOC = """{title}
     response_method : {{"auto", "decision_function", "predict_proba"}}, default="auto"
         Wrapper mode: the method that gives scores.
     classes : array-like of shape (n_classes,), default=None
-        Raw-score mode: the class of each score column, in column order
-        (``classes_`` is set to it), so that ``y`` may miss classes (a small
-        calibration set without a rare class); a label of ``y`` outside it is
-        an error. What the map of an absent class does is in the user guide
-        (:ref:`absent_classes`). None: the sorted labels of ``y``. Wrapper
-        mode: ``estimator.classes_`` decides; ``classes`` must be None or
-        equal to it.
+        Raw-score mode: the class of each score column, so that ``y`` may
+        miss classes (:ref:`absent_classes`); None: the sorted labels of ``y``.
     penalty : {{"odir", "l2_identity", "l2_zero"}}, default="odir"
         Form of the penalty (see :class:`{base}`).
     reg_lambdas : array-like or None, default=None

@@ -75,13 +75,8 @@ class PlattCalibrator(_OneVsRestCalibrator):
         Wrapper mode: the method giving scores (``"auto"``: decision_function
         if the estimator has it, else predict_proba).
     classes : array-like of shape (n_classes,), default=None
-        Raw-score mode: the class of each score column, in column order
-        (``classes_`` is set to it), so that ``y`` may miss classes (a small
-        calibration set without a rare class); a label of ``y`` outside it is
-        an error. What the map of an absent class does is in the user guide
-        (:ref:`absent_classes`). None: the sorted labels of ``y``. Wrapper
-        mode: ``estimator.classes_`` decides; ``classes`` must be None or
-        equal to it.
+        Raw-score mode: the class of each score column, so that ``y`` may
+        miss classes (:ref:`absent_classes`); None: the sorted labels of ``y``.
     multi_class : {"ovr", "top_label"}, default="ovr"
         Strategy for more than two classes (see the user guide).
     max_iter : int, default=100

@@ -212,13 +212,8 @@ class ScalingBinningCalibrator(BaseCalibrator):
     response_method : {"auto", "decision_function", "predict_proba"}, default="auto"
         Wrapper mode: the method that gives scores.
     classes : array-like of shape (n_classes,), default=None
-        Raw-score mode: the class of each score column, in column order
-        (``classes_`` is set to it), so that ``y`` may miss classes (a small
-        calibration set without a rare class); a label of ``y`` outside it is
-        an error. What the map of an absent class does is in the user guide
-        (:ref:`absent_classes`). None: the sorted labels of ``y``. Wrapper
-        mode: ``estimator.classes_`` decides; ``classes`` must be None or
-        equal to it.
+        Raw-score mode: the class of each score column, so that ``y`` may
+        miss classes (:ref:`absent_classes`); None: the sorted labels of ``y``.
     multi_class : {"ovr", "top_label"}, default="ovr"
         Strategy for more than two classes (see above).
 
