@@ -7,9 +7,10 @@ import sys
 
 import numpy as np
 import pytest
+from _cli_helpers import run_cli
 from _data import SHARED_DATA
 
-from skcalib._cli import format_table, main
+from skcalib._cli import format_table
 from skcalib._report_io import ReadOptions, read_csv
 
 
@@ -25,12 +26,7 @@ def run(*args, cwd=None):
 
 def run_here(capsys, *args):
     """The command in this process (faster than a subprocess)."""
-    try:
-        code = main(list(args))
-    except SystemExit as exc:  # argparse usage errors
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+    return run_cli(capsys, *args)
 
 
 def test_builtin_report_text_and_outputs(tmp_path):

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from _cli_helpers import run_cli
 
 import skcalib._cli as cli
 import skcalib._report as report_mod
@@ -22,23 +23,8 @@ from skcalib._report import (
 
 
 def run_here(capsys, *args):
-    try:
-        code = main(["report", *map(str, args)])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-@pytest.fixture
-def npz(tmp_path):
-    rng = np.random.default_rng(0)
-    y = rng.integers(0, 3, 300)
-    logits = rng.normal(size=(300, 3))
-    logits[np.arange(300), y] += 1.5
-    path = tmp_path / "preds.npz"
-    np.savez(path, labels=y, logits=2 * logits)
-    return path
+    """``skcalib report ARGS`` in this process."""
+    return run_cli(capsys, "report", *args)
 
 
 @pytest.fixture

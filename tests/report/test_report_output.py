@@ -11,30 +11,15 @@ import sys
 
 import numpy as np
 import pytest
+from _cli_helpers import run_cli
 
-from skcalib._cli import EXIT_DATA, EXIT_OUTPUT, EXIT_USAGE, main
+from skcalib._cli import EXIT_DATA, EXIT_OUTPUT, EXIT_USAGE
 from skcalib._report_out import OutputError, write_run
 
 
 def run_here(capsys, *args):
-    try:
-        code = main(["report", *map(str, args)])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-@pytest.fixture
-def npz(tmp_path):
-    """A small 3-class predictions file."""
-    rng = np.random.default_rng(0)
-    y = rng.integers(0, 3, 300)
-    logits = rng.normal(size=(300, 3))
-    logits[np.arange(300), y] += 1.5
-    path = tmp_path / "preds.npz"
-    np.savez(path, labels=y, logits=2 * logits)
-    return path
+    """``skcalib report ARGS`` in this process."""
+    return run_cli(capsys, "report", *args)
 
 
 FAST = ("--methods", "temperature", "--cv", "2", "--quiet")
