@@ -67,6 +67,7 @@ from threadpoolctl import threadpool_limits
 from skcalib._core.solvers import vector
 from skcalib._core.solvers.newton import SEPARATION_MAX_ENTRIES, separation
 from skcalib._core.solvers.newton import polished_newton as _newton
+from skcalib._core.weights import unit_weights
 
 __all__ = []
 
@@ -136,9 +137,10 @@ class PenalisedNLL:
         self.diagonal = diagonal
         if sample_weight is None:
             self.w = None
-        else:  # divided by the maximum first: weights of 1e308 do not overflow
-            self.w = sample_weight / sample_weight.max()
-            self.w /= self.w.sum()
+        else:  # an exact power of two first: weights of 1e308 do not overflow,
+            # nor subnormal ones (a division by their maximum did on numpy 1.25)
+            self.w = unit_weights(np.asarray(sample_weight, dtype=np.float64))[0]
+            self.w = self.w / self.w.sum()
         self.w_const = 1.0 / n
         self.blocks = _row_blocks(n, k)
         self.hessian_stride = vector.hessian_stride(n)
