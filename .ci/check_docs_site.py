@@ -17,7 +17,10 @@ A page fails, with a line naming it and the problem, on
   script or stylesheet, or an error the browser logs on its console;
 * unrendered maths: a ``.math`` element (Sphinx's output for ``:math:`` and
   ``.. math::``) without a MathJax container once MathJax has run, or a raw
-  ``\\(``, ``\\[`` or ``$$`` left in the text outside code.
+  ``\\(``, ``\\[`` or ``$$`` left in the text outside code;
+* a table wider than the text column (at the 1280 px window), on every
+  page checked, the benchmark details included (their report tables are
+  split to fit, ``doc/_ext/_report_tables.py``).
 
 Every HTML page of the build (the API pages and indexes too) is also read,
 without the browser, for dead internal links: a link to a page of the site

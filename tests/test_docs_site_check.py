@@ -279,3 +279,24 @@ def test_a_dead_link_fails_the_sphinx_build(tmp_path):
     assert bad.returncode != 0
     assert "dead link other.html#nowhere in index.html" in bad.stderr
     assert "no id 'nowhere' in other.html" in bad.stderr
+
+
+@needs_chromium
+def test_a_table_wider_than_the_column_fails_on_every_page(tmp_path):
+    # the benchmark-details page was exempt: no page is any more
+    site = _site(tmp_path, "<p>Guide.</p>")
+    article = (
+        '<main><article class="bd-article" style="width: 600px">{}</article></main>'
+    )
+    narrow = "<table><tr><td>a</td><td>b</td></tr></table>"
+    wide = '<table><tr><td style="min-width: 900px">wide</td></tr></table>'
+    for name, table in (("choosing_benchmarks", wide), ("choosing", narrow)):
+        (site / "user_guide" / f"{name}.html").write_text(
+            PAGE.format(title=name, head="", body=article.format(table))
+        )
+    res = _run(site)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "FAIL user_guide/choosing_benchmarks.html" in res.stdout
+    assert "1 table(s) wider than the 600 px text column" in res.stdout
+    assert "FAIL user_guide/choosing.html" not in res.stdout
+    assert "3/4 pages pass" in res.stdout
