@@ -212,7 +212,7 @@ class ReliabilityGridDisplay:
             Columns of a new grid; ``None``: up to 3.
         name : str, default=None
             Name of the method in the legend and in the panel titles; ``None``
-        keeps each display's.
+            keeps each display's.
         **plot_kwargs : dict
             Keyword arguments of :meth:`ReliabilityDisplay.plot` (e.g.
             ``show_histogram``, ``show_intervals``, ``hist_scale``, curve
