@@ -17,7 +17,17 @@ A page fails, with a line naming it and the problem, on
   script or stylesheet, or an error the browser logs on its console;
 * unrendered maths: a ``.math`` element (Sphinx's output for ``:math:`` and
   ``.. math::``) without a MathJax container once MathJax has run, or a raw
-  ``\\(``, ``\\[`` or ``$$`` left in the text outside code.
+  ``\\(``, ``\\[`` or ``$$`` left in the text outside code;
+* a table wider than the text column (at the 1280 px window), on every
+  page checked, the benchmark details included (their report tables are
+  split to fit, ``doc/_ext/_report_tables.py``).
+
+Every HTML page of the build (the API pages and indexes too) is also read,
+without the browser, for dead internal links: a link to a page of the site
+that does not exist, or whose ``#fragment`` names no ``id`` (nor ``<a
+name>``) of the page it points to, fails with a line naming the page, the
+link and the missing target (:func:`dead_links`; the Sphinx build runs the
+same check when it finishes, ``doc/_ext/skcalib_docs.py``).
 
 Only the standard library and the ``chromium`` executable are used. Each page
 gets its own browser process, ``--jobs`` at a time. Exit status: 0 when every
@@ -137,9 +147,6 @@ _CONSOLE_ERROR = re.compile(
     r"ERROR:CONSOLE|CONSOLE[:(]\d+\)?\] \"(?:Uncaught|Failed to load|Access to .*"
     r"blocked|Refused to)"
 )
-#: Pages whose wide tables are the point (per-dataset benchmark detail, in
-#: scrolling containers); every other page keeps its tables in the column.
-WIDE_TABLES_ALLOWED = {"choosing_benchmarks.html"}
 #: Problems printed per page.
 MAX_SHOWN = 8
 _NETWORK = re.compile(r"^(?:https?:)?//", re.IGNORECASE)
@@ -180,6 +187,84 @@ class _Resources(HTMLParser):
             rel = (attrs.get("rel") or "").lower()
             if any(word in rel for word in ("stylesheet", "preload", "icon")):
                 self.loaded.append(attrs["href"])
+
+
+class _Anchors(HTMLParser):
+    """The ids (and ``<a name>``) a page defines and the links it holds."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.ids, self.links = set(), []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        if tag == "a" and attrs.get("name"):
+            self.ids.add(attrs["name"])
+        if tag == "a" and attrs.get("href") is not None:
+            self.links.append(attrs["href"])
+
+
+#: Fragments a browser resolves without an element of that id (HTML: an
+#: empty fragment and ``#top`` scroll to the top of the page).
+_FRAGMENTS_WITHOUT_ID = {"", "top"}
+#: Build folders that hold no pages of the site (the theme's templates, the
+#: reStructuredText sources).
+_NOT_PAGES = {"_static", "_sources"}
+
+
+def site_pages(build_dir):
+    """Every HTML page of the build, but the theme's static files."""
+    build_dir = Path(build_dir).resolve()
+    return sorted(
+        p
+        for p in build_dir.rglob("*.html")
+        if not _NOT_PAGES.intersection(p.relative_to(build_dir).parts[:1])
+        and not p.name.startswith(".skcalib-check")
+    )
+
+
+def dead_links(build_dir):
+    """Internal links of the built site that lead nowhere.
+
+    A link is internal when it has no scheme and no host (``page.html#x``,
+    ``../api.html``, ``#x``); it is dead when it points to an ``.html`` file
+    that does not exist, or its ``#fragment`` (URL-decoded) is not an ``id``
+    of the page it points to (``#`` and ``#top`` excepted). Links into files
+    that are not pages (images, downloads) are not followed.
+
+    Returns
+    -------
+    list of (Path, str, str)
+        The page holding the link, the link, and what is missing; sorted by
+        page, in the order of the links on the page.
+    """
+    build_dir = Path(build_dir).resolve()
+    parsed = {}
+    for page in site_pages(build_dir):
+        parser = _Anchors()
+        parser.feed(page.read_text(encoding="utf-8", errors="replace"))
+        parsed[page] = parser
+    dead = []
+    for page, parser in parsed.items():
+        for href in parser.links:
+            parts = urlsplit(href)
+            if parts.scheme or parts.netloc:
+                continue
+            path = unquote(parts.path)
+            target = (page.parent / path).resolve() if path else page
+            if target.suffix != ".html":
+                continue
+            if target not in parsed:
+                if not target.is_file():
+                    dead.append((page, href, f"no page {path}"))
+                continue
+            fragment = unquote(parts.fragment)
+            if fragment not in _FRAGMENTS_WITHOUT_ID | parsed[target].ids:
+                where = path or "this page"
+                dead.append((page, href, f"no id {fragment!r} in {where}"))
+    return dead
 
 
 def static_problems(page, text):
@@ -248,7 +333,7 @@ def browser_problems(chromium, page, text, timeout):
     ]
     problems += [f"maths not rendered: {t!r}" for t in report["unrendered"]]
     problems += [f"raw maths in the text: {t!r}" for t in report["raw"]]
-    if report["wide"] and page.name not in WIDE_TABLES_ALLOWED:
+    if report["wide"]:
         problems.append(
             f"{len(report['wide'])} table(s) wider than the {report['width']} px "
             f"text column (widest {max(report['wide'])} px)"
@@ -280,6 +365,13 @@ def main(argv=None):
         return 2
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         results = list(pool.map(lambda p: check_page(chromium, p, args.timeout), pages))
+    by_page = {}
+    for page, href, missing in dead_links(args.build_dir):
+        by_page.setdefault(page, []).append(f"dead link {href}: {missing}")
+    extra = [p for p in by_page if p not in pages]
+    results = [r + by_page.get(p, []) for p, r in zip(pages, results, strict=True)]
+    results += [by_page[p] for p in extra]
+    pages = pages + extra
     n_failed = 0
     for page, problems in zip(pages, results, strict=True):
         name = page.relative_to(args.build_dir)

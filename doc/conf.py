@@ -60,6 +60,8 @@ exclude_patterns = [
     "user_guide/binning_free_smooth.rst",
     "user_guide/binning_free_tests.rst",
     "user_guide/conformal_cross.rst",
+    # included by user_guide/gpu.rst when benchmarks/results/gpu.md exists
+    "user_guide/gpu_device_results.rst",
 ]
 default_role = "literal"
 # "On this page" of an API page lists from_estimator(), not

@@ -157,13 +157,24 @@ def page_blocks(path, doc_source_dir=None, _seen=None):
             blocks.append(Block(path, i + 1, options, textwrap.dedent(code)))
         elif name in ("include", "include-if-exists"):
             options, _ = _split_options(body)
-            arg = match["arg"].strip()
-            target = (
-                doc_source_dir / arg.lstrip("/")
-                if arg.startswith("/")
-                else path.parent / arg
-            )
-            if target.suffix == ".rst" and "parser" not in options and target.is_file():
+
+            def resolve(arg):
+                arg = arg.strip()
+                if arg.startswith("/"):
+                    return doc_source_dir / arg.lstrip("/")
+                return path.parent / arg
+
+            target = resolve(match["arg"])
+            # include-if-exists PATH with :file: OTHER includes OTHER when
+            # PATH exists
+            if name == "include-if-exists" and options.get("file"):
+                target = resolve(options["file"]) if target.is_file() else None
+            if (
+                target is not None
+                and target.suffix == ".rst"
+                and "parser" not in options
+                and target.is_file()
+            ):
                 blocks += page_blocks(target, doc_source_dir, seen)
         i = end if name == "runblock" else i + 1
     return blocks

@@ -7,8 +7,11 @@
   warning (so ``-W`` fails the build).
 * ``.. include-if-exists:: path`` includes a file like ``.. include::`` (any
   ``:parser:``) when it exists, and parses the directive's own content (a
-  placeholder) when it does not. The page is re-read on every build while
-  the file is missing, so it appears as soon as it is written.
+  placeholder, or nothing) when it does not. The page is re-read on every
+  build while the file is missing, so it appears as soon as it is written.
+  With ``:file: other``, it is ``other`` that is included when ``path``
+  exists (a section that only makes sense with results in ``path``); with
+  ``:fit-tables:``, wide Markdown tables are split to fit the page.
 * ``.. include-if-importable:: module`` includes ``:file:`` when ``module``
   imports, and the directive's own content otherwise.
 * ``.. skcalib-chunk-capable::`` writes the bullet list of the calibrators
@@ -17,10 +20,15 @@
   drift from it.
 * :class:`ExampleOrder` sorts the gallery in reading order, and
   :func:`gallery_scraper` saves its figures at :data:`GALLERY_DPI`.
+* When an HTML build finishes, every internal link of the site whose page
+  does not exist or whose ``#fragment`` names no ``id`` of its page is a
+  build warning (so ``-W`` fails the build): :func:`check_links`, with
+  ``dead_links`` of ``.ci/check_docs_site.py``.
 """
 
 import contextlib
 import importlib
+import importlib.util
 import io
 import os
 import textwrap
@@ -28,6 +36,7 @@ import traceback
 import warnings
 from pathlib import Path
 
+from _report_tables import split_wide_tables
 from _runblock_check import ShownNames, initial_namespace, message
 from docutils import nodes
 from docutils.parsers.rst import directives
@@ -185,14 +194,37 @@ class RunBlock(SphinxDirective):
 
 
 class IncludeIfExists(Include):
-    """``.. include::`` when the file exists, else the directive's content."""
+    """``.. include::`` when the file exists, else the directive's content.
+
+    With the ``:fit-tables:`` flag (for the Markdown reports of
+    ``benchmarks/results/``), a pipe table wider than the text column is
+    split into narrower ones that repeat the columns naming a row
+    (:func:`_report_tables.split_wide_tables`), and the tables get the
+    ``skcalib-report`` class (a smaller font, ``_static/skcalib.css``).
+    """
 
     has_content = True
+    option_spec = {
+        **Include.option_spec,
+        "fit-tables": directives.flag,
+        "file": directives.unchanged_required,
+    }
+
+    def read_file(self, path):
+        text = super().read_file(path)
+        return split_wide_tables(text) if "fit-tables" in self.options else text
 
     def run(self):
         _, path = self.env.relfn2path(self.arguments[0])
         if Path(path).is_file():
-            return super().run()
+            if "file" in self.options:
+                self.arguments = [self.options.pop("file")]
+            result = super().run()
+            if "fit-tables" in self.options:
+                for node in result:
+                    for table in node.findall(nodes.table):
+                        table["classes"].append("skcalib-report")
+            return result
         logger.info("include-if-exists: %s not found, showing the placeholder", path)
         self.env.note_reread()
         return _parse_content(self)
@@ -247,11 +279,34 @@ def _parse_content(directive):
     return container.children
 
 
+#: The browser check of the built site, whose ``dead_links`` the build runs.
+SITE_CHECK = Path(__file__).resolve().parents[2] / ".ci" / "check_docs_site.py"
+
+
+def check_links(app, exception):
+    """``build-finished``: a warning for each dead internal link of the HTML
+    output (a page that does not exist, a ``#fragment`` with no ``id``)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    if not SITE_CHECK.is_file():
+        logger.warning("cannot check the links: %s is missing", SITE_CHECK)
+        return
+    spec = importlib.util.spec_from_file_location("_skcalib_site_check", SITE_CHECK)
+    site_check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(site_check)
+    outdir = Path(app.outdir)
+    for page, href, missing in site_check.dead_links(outdir):
+        logger.warning(
+            "dead link %s in %s: %s", href, page.relative_to(outdir), missing
+        )
+
+
 def setup(app):
     app.add_directive("runblock", RunBlock)
     app.connect("doctree-read", _drop_namespace)
     app.add_directive("include-if-exists", IncludeIfExists)
     app.add_directive("include-if-importable", IncludeIfImportable)
     app.add_directive("skcalib-chunk-capable", ChunkCapable)
+    app.connect("build-finished", check_links)
     app.add_css_file("skcalib.css")
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -5,12 +5,17 @@ panel, all computed by the same code as a single diagram
 (:func:`~skcalib.plotting._display_data.display_data`); a method keeps one
 colour across every panel of the figure. A grid drawn again on the
 ``axes_`` of another overlays a second model panel by panel.
+
+The figure has one legend, above the panels (the methods and the
+diagonal), rather than one per panel over the curves; each panel's ECE,
+which differs from class to class, goes into the panel's title.
 """
 
 import numpy as np
 
+from skcalib.plotting._annotations import legend_label
 from skcalib.plotting._display_data import display_data
-from skcalib.plotting._drawing import import_pyplot
+from skcalib.plotting._drawing import REF_LINE_GID, REF_LINE_LABEL, import_pyplot
 from skcalib.plotting._reliability import ReliabilityDisplay
 
 __all__ = ["ReliabilityGridDisplay"]
@@ -18,6 +23,21 @@ __all__ = ["ReliabilityGridDisplay"]
 _GRID_KINDS = ("classwise", "top_label")
 #: Side of one panel, in inches (a histogram panel adds a third below).
 PANEL_INCHES = 3.2
+#: Attribute of a figure made by :func:`_grid_axes` (its layout is ours to
+#: adjust as titles and legend entries are added).
+GRID_FIGURE_ATTR = "_skcalib_grid_figure"
+#: Attribute of a figure: its one grid legend, and the handle of each entry
+#: (by label, in the order drawn).
+LEGEND_ATTR = "_skcalib_grid_legend"
+HANDLES_ATTR = "_skcalib_grid_handles"
+#: Attribute of a panel: its class line and the ECE line of each method
+#: drawn on it (by name), which make its title.
+TITLE_ATTR = "_skcalib_grid_title"
+#: Inches: a title line (``fontsize="medium"``), a legend row, and the tick
+#: labels with the x label under a panel.
+_TITLE_LINE, _LEGEND_ROW, _XLABEL = 0.19, 0.3, 0.5
+#: Legend entries per row.
+_LEGEND_COLS = 4
 
 
 def _grid_axes(n_panels, n_cols, show_histogram):
@@ -32,9 +52,72 @@ def _grid_axes(n_panels, n_cols, show_histogram):
         squeeze=False,
     )
     fig.subplots_adjust(wspace=0.25, hspace=0.35)
+    setattr(fig, GRID_FIGURE_ATTR, True)
     for ax in axes.ravel()[n_panels:]:
         ax.set_visible(False)
     return axes
+
+
+def _panel_title(panel, class_label, disp, name):
+    """Set the title of ``panel``: its class, then one line per method drawn
+    on it with its ECE (``"name (ECE = 0.031)"``); return the line count."""
+    _, lines = getattr(panel, TITLE_ATTR, (None, {}))
+    head = f"class {class_label}"
+    if disp.ece is not None and np.isfinite(disp.ece):
+        lines[name] = legend_label(name, disp.ece, interval=disp.ece_interval)
+    setattr(panel, TITLE_ATTR, (head, lines))
+    panel.set_title("\n".join([head, *lines.values()]), fontsize="medium")
+    return 1 + len(lines)
+
+
+def _figure_legend(fig, panel, displays, name):
+    """Replace the figure's grid legend by one that lists the diagonal and
+    every method drawn so far (by name; a nameless curve has no entry),
+    above the panels; drop the panels' own legends. Return its row count."""
+    handles = getattr(fig, HANDLES_ATTR, None)
+    if handles is None:
+        handles = {}
+        setattr(fig, HANDLES_ATTR, handles)
+    diagonal = [line for line in panel.get_lines() if line.get_gid() == REF_LINE_GID]
+    if diagonal:
+        handles.setdefault(REF_LINE_LABEL, diagonal[0])
+    for disp in displays:
+        label = disp.name if name is None else name
+        if label is not None:
+            handles.setdefault(str(label), disp.line_)
+    for disp in displays:
+        if disp.ax_.get_legend() is not None:
+            disp.ax_.get_legend().remove()
+    old = getattr(fig, LEGEND_ATTR, None)
+    if old is not None:
+        old.remove()
+    n_cols = max(1, min(len(handles), _LEGEND_COLS))
+    legend = fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="upper center",
+        bbox_to_anchor=(0.5, 1.0),
+        ncols=n_cols,
+        fontsize="medium",
+        frameon=False,
+    )
+    setattr(fig, LEGEND_ATTR, legend)
+    return legend, -(-len(handles) // n_cols)
+
+
+def _fit_layout(fig, n_rows, title_lines, legend_rows):
+    """Room for the legend and the titles above the panels (a figure made by
+    the grid only: the layout of the caller's figure is the caller's)."""
+    if not getattr(fig, GRID_FIGURE_ATTR, False):
+        return
+    height = fig.get_figheight()
+    title = _TITLE_LINE * title_lines + 0.1
+    above = 0.1 + _LEGEND_ROW * legend_rows + title
+    top, bottom = 1 - above / height, _XLABEL / height
+    gap = _XLABEL + title
+    panel = (top - bottom) * height
+    panel = (panel - (n_rows - 1) * gap) / n_rows
+    fig.subplots_adjust(top=top, bottom=bottom, hspace=gap / max(panel, 1e-3))
 
 
 def _chosen_classes(classes, known):
@@ -58,10 +141,13 @@ class ReliabilityGridDisplay:
     (one-vs-rest, all samples); with ``kind="top_label"``, the confidence of
     the samples predicted as the class against whether that prediction is
     right. Each panel is a :class:`ReliabilityDisplay` with its per-bin
-    intervals and its legend ECE of the same kind (the ECE of that class's
-    curve). The pooled top-label (or top-1 confidence) view of all classes
-    at once is :meth:`ReliabilityDisplay.from_predictions` with
-    ``kind="top_label"`` (``"confidence"``).
+    intervals, titled with its class and the ECE of that class's curve (of
+    the same kind), one line per method drawn on it. The figure has one
+    legend, above the panels: the diagonal and the methods by name (a
+    curve drawn without a name has none). The pooled top-label (or top-1
+    confidence) view of all classes at once is
+    :meth:`ReliabilityDisplay.from_predictions` with ``kind="top_label"``
+    (``"confidence"``).
 
     Use :meth:`from_predictions` or :meth:`from_estimator` to create one.
     To overlay a second model, pass ``ax=grid.axes_``: a method keeps its
@@ -83,6 +169,10 @@ class ReliabilityGridDisplay:
         The panels (those past the last class are hidden).
     figure_ : matplotlib.figure.Figure
         The figure.
+    legend_ : matplotlib.legend.Legend
+        The figure's one legend (also in ``figure_.legends``); the panels
+        have none. Drawing another grid on ``axes_`` replaces it by one that
+        lists both.
 
     See Also
     --------
@@ -121,7 +211,8 @@ class ReliabilityGridDisplay:
         n_cols : int, default=None
             Columns of a new grid; ``None``: up to 3.
         name : str, default=None
-            Legend name on every panel; ``None`` keeps each display's.
+            Name of the method in the legend and in the panel titles; ``None``
+            keeps each display's.
         **plot_kwargs : dict
             Keyword arguments of :meth:`ReliabilityDisplay.plot` (e.g.
             ``show_histogram``, ``show_intervals``, ``hist_scale``, curve
@@ -130,7 +221,15 @@ class ReliabilityGridDisplay:
         Returns
         -------
         display : ReliabilityGridDisplay
-            ``self``, with ``displays_``, ``axes_`` and ``figure_``.
+            ``self``, with ``displays_``, ``axes_``, ``figure_`` and
+            ``legend_``.
+
+        Notes
+        -----
+        On a figure the grid made itself, the space above the panels is
+        set to fit the legend and the longest title, and the space between
+        rows to fit the titles; on axes passed as ``ax`` the layout is left
+        to the caller.
 
         Examples
         --------
@@ -159,11 +258,14 @@ class ReliabilityGridDisplay:
                     f"ax holds {axes.size} axes, fewer than the {n} classes."
                 )
         n_rows, n_cols = axes.shape
+        title_lines = 1
         for i, (disp, panel) in enumerate(
             zip(self.displays, axes.ravel()[:n], strict=True)
         ):
             disp.plot(ax=panel, name=name, **plot_kwargs)
-            panel.set_title(f"class {self.classes[i]}", fontsize="medium")
+            shown = disp.name if name is None else name
+            lines = _panel_title(panel, self.classes[i], disp, shown)
+            title_lines = max(title_lines, lines)
             if i % n_cols:  # the y labels on the first column only
                 panel.set_ylabel("")
                 if disp.ax_hist_ is not None:
@@ -171,6 +273,10 @@ class ReliabilityGridDisplay:
         self.displays_ = list(self.displays)
         self.axes_ = axes
         self.figure_ = axes.ravel()[0].figure
+        self.legend_, legend_rows = _figure_legend(
+            self.figure_, axes.ravel()[0], self.displays_, name
+        )
+        _fit_layout(self.figure_, n_rows, title_lines, legend_rows)
         return self
 
     @classmethod
@@ -223,7 +329,8 @@ class ReliabilityGridDisplay:
             Show the ECE interval of each panel in its legend; see
             :meth:`ReliabilityDisplay.from_predictions`.
         name : str, default=None
-            Legend name of the model (one colour per name on the figure).
+            Name of the model in the legend and the panel titles (one colour
+            per name on the figure).
         ax : ndarray of matplotlib.axes.Axes, default=None
             Panels to draw on (the ``axes_`` of another grid to overlay).
         n_cols : int, default=None
@@ -263,8 +370,12 @@ class ReliabilityGridDisplay:
         ...     y, proba, classes=[0, 2], n_bins=5, name="calibrated")
         >>> grid = ReliabilityGridDisplay.from_predictions(
         ...     y, sharp, classes=[0, 2], n_bins=5, name="sharp", ax=grid.axes_)
-        >>> [t.get_text()[:5] for t in grid.axes_[0, 0].get_legend().get_texts()]
-        ['Perfe', 'calib', 'sharp']
+        >>> [t.get_text() for t in grid.legend_.get_texts()]
+        ['Perfectly calibrated', 'calibrated', 'sharp']
+        >>> print(grid.axes_[0, 0].get_title())  # doctest: +ELLIPSIS
+        class 0
+        calibrated (ECE = 0...)
+        sharp (ECE = 0...)
         >>> plt.close("all")
         """
         import_pyplot("ReliabilityGridDisplay")
