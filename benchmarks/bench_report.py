@@ -7,10 +7,11 @@
   ``label`` column first, one ``p_<k>`` column per class. Written once to a
   temporary folder (not timed); the subprocesses run there, so that the
   repository on ``sys.path`` does not shadow ``--before``.
-* Reading: the CSV reader of the report (``skcalib._report_io.read_csv``, or
-  ``skcalib._report.read_csv`` of an older tree), in a fresh subprocess.
+* Reading: the CSV reader of the report (``skcalib._report.io.read_csv``; under
+  ``--before``, its older homes ``skcalib._report_io`` or ``skcalib._report``),
+  in a fresh subprocess.
 * Whole run: ``skcalib report FILE --methods temperature --cv 2 --quiet
-  --format json`` through ``skcalib._cli.main`` in a fresh subprocess, timed
+  --format json`` through ``skcalib._report.cli.main`` in a fresh subprocess, timed
   after the imports (and, in brackets, with the interpreter start).
 * Memory: the growth of the resident set size during the read (its peak,
   reset through ``/proc/self/clear_refs`` after the imports, minus the
@@ -39,12 +40,13 @@ import numpy as np
 
 READ_SCRIPT = """
 import json, resource, sys, time
-import skcalib._report as old
-new = not hasattr(old, "read_csv")  # the reader moved to _report_io
-if new:
-    from skcalib._report_io import read_csv
-else:
-    read_csv = old.read_csv
+try:  # the report package (skcalib/_report/)
+    from skcalib._report.io import read_csv
+except ImportError:  # an older tree: skcalib/_report_io.py or skcalib/_report.py
+    try:
+        from skcalib._report_io import read_csv
+    except ImportError:
+        from skcalib._report import read_csv
 import numpy as np
 
 def rss(field):
@@ -108,9 +110,13 @@ def measure_read(path, pythonpath=None):
 
 RUN_SCRIPT = """
 import json, sys, time
-import numpy, scipy, sklearn, skcalib, skcalib.metrics, skcalib._report
-from skcalib._cli import main
-from skcalib._report import available_methods
+import numpy, scipy, sklearn, skcalib, skcalib.metrics
+try:  # the report package (skcalib/_report/)
+    from skcalib._report.cli import main
+    from skcalib._report.run import available_methods
+except ImportError:  # an older tree: skcalib/_cli.py and skcalib/_report.py
+    from skcalib._cli import main
+    from skcalib._report import available_methods
 available_methods()
 
 def rss(field):

@@ -1,8 +1,8 @@
-"""``python -m skcalib [report ...]``: see :mod:`skcalib._cli`."""
+"""``python -m skcalib [report ...]``: see :mod:`skcalib._report.cli`."""
 
 import sys
 
-from skcalib._cli import main
+from skcalib._report.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

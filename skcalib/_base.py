@@ -32,7 +32,7 @@ from skcalib._core.score_check import check_against_fit, reads_as_probability_ro
 from skcalib._core.scores import Scores, all_finite, finite_range, resolve_score_type
 from skcalib._core.weights import _checked_weights
 from skcalib._core.xp import namespace
-from skcalib._core.xp_estimator import (
+from skcalib._core.xp.estimator import (
     call_on_host,
     fit_native,
     fit_on_host,
@@ -97,7 +97,7 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
     #: Whether raw-score mode computes in the namespace of array-API inputs
     #: (``array_api_dispatch=True``; ``_fit_xp`` and ``_predict_proba_xp``).
     #: False: such inputs are fitted and predicted by the numpy code on the
-    #: host, with one transfer each way (:mod:`skcalib._core.xp_estimator`).
+    #: host, with one transfer each way (:mod:`skcalib._core.xp.estimator`).
     _array_api_native = False
 
     # ------------------------------------------------------------- capability

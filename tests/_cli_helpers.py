@@ -1,6 +1,6 @@
 """Running the command line in the test process (faster than a subprocess)."""
 
-from skcalib._cli import main
+from skcalib._report.cli import main
 
 
 def run_cli(capsys, *args):

@@ -34,14 +34,16 @@ PACKAGE = "skcalib"
 #: without circles) or of a lower layer; never a sibling group of its own
 #: layer, never a higher layer.
 LAYERS = (
+    (("skcalib._core.accel",),),
     (("skcalib._core",), ("skcalib._version",)),
+    (("skcalib._core.xp",),),
     (("skcalib._backends",),),
     (("skcalib._base",),),
     (("skcalib.calibration",), ("skcalib.conformal",)),
     (("skcalib.metrics",),),
     (("skcalib.selection",), ("skcalib.decision",)),
     (("skcalib.plotting",), ("skcalib.datasets",)),
-    (("skcalib._report*", "skcalib._cli", "skcalib.__main__"),),
+    (("skcalib._report", "skcalib.__main__"),),
     (("skcalib",),),
 )
 
@@ -64,8 +66,30 @@ ALLOWED = {
     )
 }
 
+#: The numpy core (``skcalib._core`` outside its ``xp`` and ``accel``
+#: packages) imports neither the array-API twins nor the compiled kernels,
+#: except these edges, keyed by ``(importing module, imported module)``.
+NUMPY_CORE = "skcalib._core"
+CORE_TWINS = ("skcalib._core.xp", "skcalib._core.accel")
+_DISPATCH = (
+    "the numpy function dispatches to the compiled kernel through the front "
+    "door skcalib._core.accel, which falls back to numpy without numba and "
+    "imports numba only on first use; moving the choice up a layer would "
+    "change which callers get the fast path"
+)
+CORE_ALLOWED = {
+    (f"skcalib._core.{name}", "skcalib._core.accel"): _DISPATCH
+    for name in ("binning", "labels", "scores", "top1", "totals")
+}
+
 #: The only module that may import scikit-learn's private names.
 SKLEARN_PRIVATE_HOME = "skcalib/_core/compat.py"
+
+#: The only module that may import numba's internals (``numba.core``, the
+#: low-level names of ``numba.extending``) or llvmlite.
+NUMBA_PRIVATE_HOME = "skcalib/_core/accel/simd.py"
+#: The names of ``numba.extending`` that numba documents for everyday use.
+NUMBA_PUBLIC_EXTENDING = frozenset({"register_jitable", "overload"})
 
 MAX_FILE_LINES = 600
 MAX_FUNCTION_LOC = 80
@@ -131,6 +155,7 @@ class _Collector(ast.NodeVisitor):
         self.source, self.modules = source, modules
         self.scope = []
         self.imports, self.unreadable, self.sklearn_private = [], [], []
+        self.numba_private = []
         self.string_dicts = {}
         self.seen = set()
 
@@ -186,6 +211,21 @@ class _Collector(ast.NodeVisitor):
         if private_module or private_names:
             self.sklearn_private.append((self.rel, node.lineno, self._text(node)))
 
+    def _numba(self, node, module, names=()):
+        top = module.split(".")[0]
+        private = (
+            top == "llvmlite"
+            or module == "numba.core"
+            or module.startswith("numba.core.")
+            or (top == "numba" and "core" in names)
+            or (
+                module == "numba.extending"
+                and (not names or set(names) - NUMBA_PUBLIC_EXTENDING)
+            )
+        )
+        if private:
+            self.numba_private.append((self.rel, node.lineno, self._text(node)))
+
     # --- import statements ------------------------------------------------
     def visit_Import(self, node):
         for alias in node.names:
@@ -193,6 +233,8 @@ class _Collector(ast.NodeVisitor):
                 self._add(node, alias.name)
             elif alias.name.split(".")[0] == "sklearn":
                 self._sklearn(node, alias.name)
+            elif alias.name.split(".")[0] in ("numba", "llvmlite"):
+                self._numba(node, alias.name)
 
     def visit_ImportFrom(self, node):
         if node.level:
@@ -202,6 +244,8 @@ class _Collector(ast.NodeVisitor):
         top = base.split(".")[0]
         if top == "sklearn":
             self._sklearn(node, base, [a.name for a in node.names])
+        if top in ("numba", "llvmlite"):
+            self._numba(node, base, [a.name for a in node.names])
         if top != PACKAGE:
             return
         for alias in node.names:
@@ -246,6 +290,8 @@ class _Collector(ast.NodeVisitor):
                 self._add(node, target)
             elif top == "sklearn":
                 self._sklearn(node, target)
+            elif top in ("numba", "llvmlite"):
+                self._numba(node, target)
 
     def _string_values(self, arg):
         """The module names an import call's argument can take (None: unknown)."""
@@ -260,6 +306,23 @@ class _Collector(ast.NodeVisitor):
         return [None]
 
 
+def _collectors(root):
+    root = Path(root)
+    modules = module_files(root)
+    for module, path in modules.items():
+        source = path.read_text(encoding="utf-8")
+        rel = path.relative_to(root).as_posix()
+        collector = _Collector(module, path, rel, source, modules)
+        collector.visit(ast.parse(source, filename=rel))
+        yield collector
+
+
+def numba_private_imports(root):
+    """``(path, line, text)`` of every import of numba's internals or of
+    llvmlite (see ``NUMBA_PRIVATE_HOME``) under ``root``."""
+    return [item for c in _collectors(root) for item in c.numba_private]
+
+
 def scan(root):
     """Read every module under ``root``.
 
@@ -271,14 +334,8 @@ def scan(root):
     sklearn_private : list of (path, line, text)
         Imports of scikit-learn private modules or names.
     """
-    root = Path(root)
-    modules = module_files(root)
     imports, unreadable, sklearn_private = [], [], []
-    for module, path in modules.items():
-        source = path.read_text(encoding="utf-8")
-        rel = path.relative_to(root).as_posix()
-        collector = _Collector(module, path, rel, source, modules)
-        collector.visit(ast.parse(source, filename=rel))
+    for collector in _collectors(root):
         imports += collector.imports
         unreadable += collector.unreadable
         sklearn_private += collector.sklearn_private
@@ -335,6 +392,31 @@ def layer_violations(imports):
             f"{imp.where()}\n    {imp.source} (layer {src[0] + 1}: "
             f"{describe(*src)}) imports {imp.target} from {kind} layer "
             f"({tgt[0] + 1}: {describe(*tgt)})"
+        )
+    return messages
+
+
+def _inside(module, package):
+    return module == package or module.startswith(package + ".")
+
+
+def core_violations(imports):
+    """Messages for imports of the array-API twins or the kernels from the
+    numpy core, other than the edges of ``CORE_ALLOWED``."""
+    messages = []
+    for imp in imports:
+        if not _inside(imp.source, NUMPY_CORE) or any(
+            _inside(imp.source, home) for home in CORE_TWINS
+        ):
+            continue
+        home = next((h for h in CORE_TWINS if _inside(imp.target, h)), None)
+        if home is None or (imp.source, imp.target) in CORE_ALLOWED:
+            continue
+        messages.append(
+            f"{imp.where()}\n    the numpy core module {imp.source} imports "
+            f"{imp.target} (package {home}): the numpy core stays free of the "
+            "array-API twins and the kernels (CORE_ALLOWED in tests/_layers.py "
+            "lists the dispatch edges)"
         )
     return messages
 

@@ -1,9 +1,12 @@
 """skcalib's modules import one way only, and stay small (issue 17).
 
-The layers, lowest first (``tests/_layers.py``, ``LAYERS``): ``_core`` <
+The layers, lowest first (``tests/_layers.py``, ``LAYERS``): the kernels
+``_core.accel`` < the numpy ``_core`` < its array-API twins ``_core.xp`` <
 ``_backends`` < ``_base`` < {``calibration``, ``conformal``} < ``metrics`` <
-``selection`` < {``plotting``, ``datasets``} < report/CLI (``_report*``,
-``_cli``, ``__main__``) < the facade ``skcalib/__init__.py``. A module imports
+``selection`` < {``plotting``, ``datasets``} < the report package ``_report``
+and ``__main__`` < the facade ``skcalib/__init__.py``. The numpy core imports
+the kernels only where it dispatches to them (``CORE_ALLOWED``), and only
+``_core/accel/simd.py`` imports numba's internals or llvmlite. A module imports
 only from lower layers or from its own package, never from a sibling, and no
 set of modules imports itself round in a circle. Imports are read with
 :mod:`ast` from the source, wherever they are written (module level, inside
@@ -21,13 +24,17 @@ from pathlib import Path
 import pytest
 from _layers import (
     ALLOWED,
+    CORE_ALLOWED,
     LAYERS,
+    NUMBA_PRIVATE_HOME,
     SKLEARN_PRIVATE_HOME,
+    core_violations,
     find_cycles,
     format_cycle,
     layer_of,
     layer_violations,
     module_files,
+    numba_private_imports,
     scan,
     size_offences,
 )
@@ -105,6 +112,40 @@ def test_sklearn_private_names_only_in_compat(scanned):
             f"{path}:{line}: {text}"
             for path, line, text in private
             if path != SKLEARN_PRIVATE_HOME
+        ],
+    )
+
+
+def test_numpy_core_is_free_of_twins_and_kernels(scanned):
+    imports, _, _ = scanned
+    _fail("numpy core imports of _core.xp / _core.accel", core_violations(imports))
+    # every allowed dispatch edge is a real import
+    used = {(i.source, i.target) for i in imports}
+    assert set(CORE_ALLOWED) <= used, f"stale: {set(CORE_ALLOWED) - used}"
+
+
+def test_kernels_import_nothing_of_skcalib(scanned):
+    imports, _, _ = scanned
+    outside = [
+        i.where()
+        for i in imports
+        if layer_of(i.source) == layer_of("skcalib._core.accel")
+        and layer_of(i.target) != layer_of("skcalib._core.accel")
+    ]
+    assert not outside, outside
+    assert layer_of("skcalib._core.accel.simd") == (0, 0)
+
+
+def test_numba_internals_only_in_one_module():
+    private = numba_private_imports(ROOT)
+    homes = {path for path, _, _ in private}
+    assert NUMBA_PRIVATE_HOME in homes  # the reader sees them there
+    _fail(
+        f"numba internals or llvmlite imported outside {NUMBA_PRIVATE_HOME}",
+        [
+            f"{path}:{line}: {text}"
+            for path, line, text in private
+            if path != NUMBA_PRIVATE_HOME
         ],
     )
 
@@ -217,6 +258,64 @@ def test_sklearn_private_import_outside_compat_is_caught(tree_copy):
     )
     _, _, private = scan(tree_copy)
     assert ("skcalib/metrics/_proper.py", line) in {(p, n) for p, n, _ in private}
+
+
+def test_numpy_core_importing_a_twin_is_caught(tree_copy):
+    line = _append(
+        tree_copy,
+        "skcalib/_core/folds.py",
+        """
+        def _late():
+            from skcalib._core.xp.scores import softmax
+
+            return softmax
+        """,
+    )
+    _append(
+        tree_copy,
+        "skcalib/_core/binning.py",
+        "from skcalib._core.accel.kernels import WIDE_CLASSES\n",
+    )
+    imports, _, _ = scan(tree_copy)
+    messages = core_violations(imports)
+    assert any(
+        m.startswith(f"skcalib/_core/folds.py:{line + 2} (in _late)") for m in messages
+    ), messages
+    assert any("imports skcalib._core.accel.kernels" in m for m in messages)
+    # the higher-layer twin is a layer violation too; the allowed dispatch
+    # edges (binning -> accel) stay allowed
+    assert any("skcalib/_core/folds.py" in m for m in layer_violations(imports))
+    assert len(messages) == 2, messages
+
+
+def test_kernels_importing_skcalib_is_caught(tree_copy):
+    _append(
+        tree_copy,
+        "skcalib/_core/accel/vector.py",
+        "from skcalib._core.warn import user_stacklevel\n",
+    )
+    imports, _, _ = scan(tree_copy)
+    messages = layer_violations(imports)
+    assert any(
+        "skcalib/_core/accel/vector.py" in m and "from a higher layer" in m
+        for m in messages
+    ), messages
+
+
+def test_numba_internals_outside_their_home_are_caught(tree_copy):
+    line = _append(
+        tree_copy,
+        "skcalib/_core/accel/kernels.py",
+        """
+        import llvmlite.binding
+        from numba.core import types
+        from numba.extending import intrinsic, register_jitable
+        from numba.extending import register_jitable as rj
+        """,
+    )
+    private = numba_private_imports(tree_copy)
+    found = {n for p, n, _ in private if p == "skcalib/_core/accel/kernels.py"}
+    assert found == {line + 1, line + 2, line + 3}, private
 
 
 def test_long_function_is_caught(tree_copy):

@@ -4,7 +4,7 @@ A calibrator fitted on logits and given probabilities (or the reverse)
 would read them as the type of the fit, silently wrong. The rule of
 :func:`check_fitted_score_type` refuses what contradicts ``score_type_``;
 the array-API path decides it on the device
-(:func:`skcalib._core.xp_scores.check_fitted`).
+(:func:`skcalib._core.xp.scores.check_fitted`).
 """
 
 import warnings

@@ -10,8 +10,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from skcalib._core.compat import Interval, StrOptions
 from skcalib._core.solvers.logistic import fit_logistic
-from skcalib._core.solvers.xp_logistic import xp_fit_logistic
 from skcalib._core.xp import to_numpy
+from skcalib._core.xp.solvers_logistic import xp_fit_logistic
 from skcalib.calibration._one_vs_rest import _OneVsRestCalibrator
 
 __all__ = ["BetaCalibrator"]
@@ -109,7 +109,7 @@ def xp_fit_beta(ns, s, pos, sample_weight=None, *, parameters, max_iter, tol):
     """:func:`fit_beta` on the device: log-odds ``s`` (accumulation dtype)
     and boolean targets ``pos`` of a namespace; the same features, refits
     and separation test, the Newton passes of
-    :func:`~skcalib._core.solvers.xp_logistic.xp_fit_logistic`."""
+    :func:`~skcalib._core.xp.solvers_logistic.xp_fit_logistic`."""
     xp = ns.xp
     t = xp.astype(pos, s.dtype)
     if sample_weight is not None:

@@ -15,7 +15,7 @@ from skcalib._core.binning import (
 )
 from skcalib._core.compat import Interval, StrOptions
 from skcalib._core.xp import to_numpy
-from skcalib._core.xp_binning import (
+from skcalib._core.xp.binning import (
     sorted_scores,
     xp_binned_sums,
     xp_lookup_bins,

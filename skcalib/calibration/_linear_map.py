@@ -12,12 +12,12 @@ from sklearn.exceptions import ConvergenceWarning
 from skcalib._base import BaseCalibrator
 from skcalib._core.compat import Interval
 from skcalib._core.scores import softmax
-from skcalib._core.solvers import xp_linear
 from skcalib._core.solvers.linear import PenalisedNLL, fit_matrix, fit_vector
 from skcalib._core.solvers.temperature import fit_temperature
 from skcalib._core.weights import check_count_weights
+from skcalib._core.xp import solvers_linear as xp_linear
 from skcalib._core.xp import to_numpy
-from skcalib._core.xp_scores import softmax as xp_softmax
+from skcalib._core.xp.scores import softmax as xp_softmax
 from skcalib.calibration._linear_chunks import ChunkedPenalisedNLL
 
 __all__ = []
@@ -193,7 +193,7 @@ class _LinearMapCalibrator(BaseCalibrator):
     def _problem(self, scores, y, sample_weight):
         """``(problem, k, temperature_beta)``: the objective on numpy
         :class:`~skcalib._core.scores.Scores`, or on the device for
-        :class:`~skcalib._core.xp_scores.XpScores`, and the function giving
+        :class:`~skcalib._core.xp.scores.XpScores`, and the function giving
         the temperature start ``x_scale / T``."""
         x = self._x(scores)
         k = x.shape[1]

@@ -40,7 +40,7 @@ from skcalib._core.compat import (
 from skcalib._core.folds import fit_on_rows
 from skcalib._core.warn import user_stacklevel
 from skcalib._core.xp import namespace
-from skcalib._core.xp_estimator import (
+from skcalib._core.xp.estimator import (
     call_on_host,
     fit_on_host,
     follows_input,

@@ -51,7 +51,7 @@ from skcalib._base import BaseCalibrator, _implements_after
 from skcalib._core.compat import StrOptions
 from skcalib._core.scores import Scores, log_odds
 from skcalib._core.xp import to_numpy
-from skcalib._core.xp_estimator import host_view, move_fitted_attributes
+from skcalib._core.xp.estimator import host_view, move_fitted_attributes
 
 __all__ = []
 

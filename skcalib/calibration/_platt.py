@@ -14,8 +14,8 @@ from skcalib._core.solvers.logistic import (
     platt_terms,
     solve_platt,
 )
-from skcalib._core.solvers.xp_logistic import xp_fit_platt
 from skcalib._core.xp import to_numpy
+from skcalib._core.xp.solvers_logistic import xp_fit_platt
 from skcalib.calibration._one_vs_rest import _OneVsRestCalibrator
 
 __all__ = ["PlattCalibrator"]

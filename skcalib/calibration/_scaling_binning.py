@@ -22,7 +22,7 @@ from skcalib._core.solvers.logistic import fit_platt
 from skcalib._core.solvers.temperature import fit_temperature
 from skcalib._core.weights import unit_weights
 from skcalib._core.xp import namespace, to_numpy
-from skcalib._core.xp_estimator import (
+from skcalib._core.xp.estimator import (
     call_on_host,
     host_view,
     move_fitted_attributes,

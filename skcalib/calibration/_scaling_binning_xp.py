@@ -4,10 +4,10 @@ the Platt scaler and the equal-mass bins of its output on the device.
 The counterpart of :class:`~skcalib.calibration.ScalingBinningCalibrator`'s
 numpy fit and predict for ``scaler="platt"`` (the default), ``split=None``
 (the default) and the binary and one-vs-rest maps, step for step: the
-scalers' Newton passes of :func:`~skcalib._core.solvers.xp_logistic.xp_fit_platt`,
+scalers' Newton passes of :func:`~skcalib._core.xp.solvers_logistic.xp_fit_platt`,
 the bin keys of :func:`_xp_bin_key` (the scaled probabilities rounded to 40
 significant bits, as numpy's ``frexp``/``ldexp``), the weighted quantile
-edges and per-bin sums of :mod:`skcalib._core.xp_binning`.
+edges and per-bin sums of :mod:`skcalib._core.xp.binning`.
 """
 
 import warnings
@@ -15,15 +15,15 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from skcalib._core.solvers.xp_logistic import xp_fit_platt
-from skcalib._core.solvers.xp_temperature import xp_unit_weights
 from skcalib._core.xp import to_numpy
-from skcalib._core.xp_binning import (
+from skcalib._core.xp.binning import (
     sorted_scores,
     xp_binned_sums,
     xp_lookup_bins,
     xp_quantile_edges,
 )
+from skcalib._core.xp.solvers_logistic import xp_fit_platt
+from skcalib._core.xp.solvers_temperature import xp_unit_weights
 from skcalib.calibration._one_vs_rest import OUTPUT_EPS, _xp_columns, _xp_log_odds
 
 __all__ = []  # private module

@@ -20,8 +20,8 @@ from skcalib._core.solvers.temperature import (
     fit_temperature,
     temperature_bounds,
 )
-from skcalib._core.solvers.xp_temperature import fit_temperature_xp
-from skcalib._core.xp_scores import softmax as xp_softmax
+from skcalib._core.xp.scores import softmax as xp_softmax
+from skcalib._core.xp.solvers_temperature import fit_temperature_xp
 
 __all__ = ["TemperatureCalibrator"]
 

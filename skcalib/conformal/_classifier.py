@@ -12,7 +12,7 @@ from skcalib._base import BaseCalibrator
 from skcalib._core.compat import HasMethods, Interval, StrOptions
 from skcalib._core.weights import check_count_weights
 from skcalib._core.xp import namespace
-from skcalib._core.xp_estimator import call_on_host, follows_input
+from skcalib._core.xp.estimator import call_on_host, follows_input
 from skcalib.conformal._quantile import (
     _min_samples,
     check_alphas,

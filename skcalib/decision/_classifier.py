@@ -7,7 +7,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from skcalib._core.compat import HasMethods, _fit_context
 from skcalib._core.xp import namespace, to_numpy
-from skcalib._core.xp_estimator import follows_input, move_fitted_attributes
+from skcalib._core.xp.estimator import follows_input, move_fitted_attributes
 from skcalib.calibration import IdentityCalibrator
 from skcalib.decision._bayes import bayes_decisions
 from skcalib.decision._costs import (

@@ -11,7 +11,7 @@ on the host, the codes moved to the device) or of the namespace (their
 distinct values, a few numbers, cross to the host to resolve the classes;
 the codes are made on the device); sample weights are checked on the host
 (``n`` numbers, one transfer) and moved to the device in the accumulation
-dtype. The totals (:mod:`skcalib._core.xp_totals`) come back as small
+dtype. The totals (:mod:`skcalib._core.xp.totals`) come back as small
 float64 numpy arrays, reduced by the code of the numpy path.
 """
 
@@ -30,7 +30,7 @@ from skcalib._core.inputs import (
 from skcalib._core.labels import encode as _encode
 from skcalib._core.scores import rounding_tolerance
 from skcalib._core.xp import is_foreign, to_numpy
-from skcalib._core.xp_totals import loss_sums, statistics
+from skcalib._core.xp.totals import loss_sums, statistics
 
 __all__ = []  # private module
 

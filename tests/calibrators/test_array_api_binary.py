@@ -16,7 +16,7 @@ import pytest
 from _xp import CASES, assert_close, case_id, namespace_for, same_namespace, to_xp
 from sklearn import config_context
 
-import skcalib._core.solvers.xp_logistic as xp_logistic
+import skcalib._core.xp.solvers_logistic as xp_logistic
 from skcalib import (
     BetaCalibrator,
     HistogramBinningCalibrator,

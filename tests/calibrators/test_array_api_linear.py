@@ -15,9 +15,9 @@ from skcalib import (
     MatrixScalingCalibrator,
     VectorScalingCalibrator,
 )
-from skcalib._core.solvers import xp_linear
 from skcalib._core.solvers.temperature import fit_temperature
 from skcalib._core.xp import Namespace, namespace
+from skcalib._core.xp import solvers_linear as xp_linear
 from skcalib.calibration._linear_cv import (
     DirichletCalibratorCV,
     MatrixScalingCalibratorCV,

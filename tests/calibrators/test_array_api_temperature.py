@@ -15,7 +15,7 @@ from _xp import CASES, assert_close, case_id, namespace_for, to_np, to_xp
 from sklearn import config_context
 from sklearn.exceptions import ConvergenceWarning
 
-import skcalib._core.solvers.xp_temperature as xp_temperature
+import skcalib._core.xp.solvers_temperature as xp_temperature
 from skcalib import TemperatureCalibrator
 
 #: Relative agreement of the temperatures, by the input dtype.

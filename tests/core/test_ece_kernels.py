@@ -1,5 +1,5 @@
 """The fused one-pass kernels of the binned metrics (skcalib._core.accel,
-loops in skcalib._core.accel_kernels) give the numpy path's per-cell sums
+loops in skcalib._core.accel.kernels) give the numpy path's per-cell sums
 bit for bit, and the numpy path's errors for bad probabilities."""
 
 import numpy as np

@@ -1,5 +1,5 @@
 """The vector kernel of the confidence and top-label sums below 32 columns
-(skcalib._core.accel_simd, called by accel_kernels.top1_vector): 16 rows
+(skcalib._core.accel.simd, called by accel_kernels.top1_vector): 16 rows
 at a time in vector lanes, the sums bit for bit those of the numpy path, no
 load outside the arrays, and its binning rule checked against
 ``np.searchsorted`` on the edges."""
@@ -20,7 +20,7 @@ from skcalib._core.totals import statistics
 
 pytest.importorskip("numba")
 
-from skcalib._core import accel_simd  # noqa: E402  (imports numba)
+from skcalib._core.accel import simd as accel_simd  # noqa: E402  (imports numba)
 
 
 def _rows(rng, n, k, dtype):
@@ -254,7 +254,7 @@ def test_high_entries(dtype, k):
     target has it): numpy's columns, an entry on the edge not among them."""
     import numba
 
-    from skcalib._core import accel_kernels
+    from skcalib._core.accel import kernels as accel_kernels
 
     @numba.njit
     def run(p, e1, idx):
@@ -286,7 +286,8 @@ def test_without_avx512_equal_numpy_path():
     script = textwrap.dedent(
         """
         import numpy as np
-        from skcalib._core import accel, accel_kernels
+        from skcalib._core import accel
+        from skcalib._core.accel import kernels as accel_kernels
         from skcalib._core.inputs import check_metric_inputs
         from skcalib._core.totals import statistics
         assert not accel_kernels.VECTOR_COMPRESS

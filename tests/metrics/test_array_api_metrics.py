@@ -12,8 +12,8 @@ import pytest
 from _xp import namespace_for, same_namespace, to_np, to_xp
 from sklearn import config_context
 
-from skcalib._core import xp_totals
 from skcalib._core.xp import Namespace, namespace
+from skcalib._core.xp import totals as xp_totals
 from skcalib.metrics import (
     CalibrationAccumulator,
     brier_score,

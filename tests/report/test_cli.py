@@ -10,8 +10,8 @@ import pytest
 from _cli_helpers import run_cli
 from _data import SHARED_DATA
 
-from skcalib._cli import format_table
-from skcalib._report_io import ReadOptions, read_csv
+from skcalib._report.cli import format_table
+from skcalib._report.io import ReadOptions, read_csv
 
 
 def run(*args, cwd=None):
@@ -212,7 +212,7 @@ def test_uncalibrated_row_is_the_softmax_of_the_logits(dtype):
     # of the float64 logits, also for float32 input
     from scipy.special import softmax
 
-    from skcalib._report import available_methods, uncalibrated_proba
+    from skcalib._report.run import available_methods, uncalibrated_proba
 
     rng = np.random.default_rng(0)
     z = (rng.normal(size=(50, 3)) * 3).astype(dtype)

@@ -4,8 +4,8 @@ them (the benchmark measures the right thing)."""
 import numpy as np
 import pytest
 
-from skcalib._report import prepare_scores
-from skcalib._report_io import read_csv
+from skcalib._report.io import read_csv
+from skcalib._report.run import prepare_scores
 
 bench = pytest.importorskip("benchmarks.bench_report")
 

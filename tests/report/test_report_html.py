@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from skcalib._cli import main
+from skcalib._report.cli import main
 
 pytest.importorskip("matplotlib")
 

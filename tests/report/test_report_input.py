@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from skcalib._cli import main
+from skcalib._report.cli import main
 from skcalib.metrics import expected_calibration_error
 
 
@@ -321,7 +321,7 @@ def test_latin1_needs_encoding(tmp_path, capsys):
 
 @pytest.mark.parametrize("n, k, block", [(10, 4, 3), (7, 2, 1), (5, 11, 64), (0, 3, 2)])
 def test_drop_last_column_in_place_equals_slicing(n, k, block):
-    from skcalib._report_io import _drop_last_column
+    from skcalib._report.io import _drop_last_column
 
     data = np.arange(n * k, dtype=np.float64).reshape(n, k)
     expected = data[:, :-1].copy()

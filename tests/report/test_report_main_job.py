@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from _cli_helpers import run_cli
 
-import skcalib._cli as cli
-import skcalib._report as report_mod
-from skcalib._cli import EXIT_DATA, EXIT_USAGE, main
-from skcalib._report import (
+import skcalib._report.cli as cli
+import skcalib._report.run as report_mod
+from skcalib._report.cli import EXIT_DATA, EXIT_USAGE, main
+from skcalib._report.run import (
     SLOW_METHODS,
     available_methods,
     default_methods,

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from _cli_helpers import run_cli
 
-from skcalib._cli import EXIT_DATA, EXIT_OUTPUT, EXIT_USAGE
-from skcalib._report_out import OutputError, write_run
+from skcalib._report.cli import EXIT_DATA, EXIT_OUTPUT, EXIT_USAGE
+from skcalib._report.out import OutputError, write_run
 
 
 def run_here(capsys, *args):
@@ -258,7 +258,7 @@ def test_html_target_is_checked_before_the_work(tmp_path, capsys, npz):
 @pytest.fixture
 def fits(monkeypatch):
     """Records every calibrator the run fits (each fit the real one)."""
-    import skcalib._report as report_mod
+    import skcalib._report.run as report_mod
 
     calls, real = [], report_mod.cross_fit
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from skcalib._report_columns import (
+from skcalib._report.columns import (
     DataError,
     _is_number,
     _py,

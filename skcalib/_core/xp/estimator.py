@@ -5,7 +5,7 @@ Two ways, chosen per class (``_array_api_native``) and per mode:
 * **on the device** (:func:`fit_native`, :func:`predict_proba_native`):
   raw-score mode of a calibrator whose map computes in any namespace. The
   scores are validated and summarised on the device
-  (:mod:`skcalib._core.xp_scores`); labels are encoded on the device when
+  (:mod:`skcalib._core.xp.scores`); labels are encoded on the device when
   they are arrays of the namespace; sample weights are checked on the host
   (``n`` numbers, one transfer) and moved to the device.
 * **on the host** (:func:`fit_on_host`, :func:`call_on_host`): everything
@@ -39,7 +39,7 @@ from skcalib._core.xp import (
     namespace,
     to_numpy,
 )
-from skcalib._core.xp_scores import (
+from skcalib._core.xp.scores import (
     XpScores,
     as_compute_scores,
     check_fitted,

@@ -17,8 +17,8 @@ same work in one pass each:
 * :func:`binned_totals`: the per-cell sums of the binned metrics
   (confidence, top-label or classwise, uniform bins) in one pass over
   ``y_proba`` that also checks it and finds each row's top-1 (loops in
-  :mod:`skcalib._core.accel_kernels`; below 32 columns, 16 rows at a time
-  in vector lanes, :mod:`skcalib._core.accel_vector`, compiled once per
+  :mod:`skcalib._core.accel.kernels`; below 32 columns, 16 rows at a time
+  in vector lanes, :mod:`skcalib._core.accel.vector`, compiled once per
   number of columns);
 * :func:`top1_scan`: the checked top-1 scan alone (for quantile bins);
 * :func:`compiled`: a loop of another module that numpy cannot vectorise
@@ -194,8 +194,8 @@ def _kernels():
         import numba
     except ImportError:
         return None
-    from skcalib._core import accel_kernels as fused
-    from skcalib._core import accel_vector as vector
+    from skcalib._core.accel import kernels as fused
+    from skcalib._core.accel import vector
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -397,20 +397,20 @@ def _top1_tolerance(proba, tol):
 
 
 def _narrow_limit():
-    """:data:`skcalib._core.accel_kernels.WIDE_CLASSES` (numba loaded)."""
-    from skcalib._core.accel_kernels import WIDE_CLASSES
+    """:data:`skcalib._core.accel.kernels.WIDE_CLASSES` (numba loaded)."""
+    from skcalib._core.accel.kernels import WIDE_CLASSES
 
     return WIDE_CLASSES
 
 
 def _vector_args(proba, interior, n_bins, tol):
     """``(tol, tau)`` of the vector kernel: the row-sum bound rounded down
-    and the edge margin (:func:`skcalib._core.accel_simd.uniform_tau`)
+    and the edge margin (:func:`skcalib._core.accel.simd.uniform_tau`)
     rounded up to values of the dtype of ``proba``, in which the kernel
     compares; None (the numpy path) for bins far from uniform, or a bound of
     0.5 or more (below it a failing float32 row sum fails in float32 too).
     """
-    from skcalib._core.accel_simd import uniform_tau
+    from skcalib._core.accel.simd import uniform_tau
 
     tau = uniform_tau(interior, n_bins, proba.dtype)
     if tau is None or not 0 <= tol < 0.5:
@@ -425,7 +425,7 @@ def _vector_args(proba, interior, n_bins, tol):
 
 
 def binned_totals(proba, y, weight, tables, n_bins, kind, block, tol):
-    """Per-cell sums ``(5, cells)`` (see :mod:`skcalib._core.accel_kernels`)
+    """Per-cell sums ``(5, cells)`` (see :mod:`skcalib._core.accel.kernels`)
     and whether a row failed the check (``|row sum - 1| > tol``, a value
     outside ``[0, 1]`` or NaN), or None when the numpy path should run.
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from skcalib._core.solvers.logistic import solve_platt
 from skcalib._core.solvers.newton import damped_newton
-from skcalib._core.solvers.xp_temperature import xp_unit_weights
 from skcalib._core.xp import to_numpy
+from skcalib._core.xp.solvers_temperature import xp_unit_weights
 
 __all__ = []  # private module
 

@@ -35,7 +35,7 @@ vectorised pass, one class per lane, so that each cell's sum keeps its
 sequential row order.
 
 Below :data:`WIDE_CLASSES` columns the confidence and top-label kernel is
-:func:`skcalib._core.accel_vector.top1_vector`: 16 rows at a time, one row
+:func:`skcalib._core.accel.vector.top1_vector`: 16 rows at a time, one row
 per vector lane.
 
 Imported by :func:`skcalib._core.accel._kernels` only once numba is (this
@@ -49,7 +49,7 @@ accuracy, sum of squared weights, count (the rows of
 import numpy as np
 from numba.extending import register_jitable
 
-from skcalib._core.accel_simd import high_columns, native_compress
+from skcalib._core.accel.simd import high_columns, native_compress
 
 __all__ = []  # private module
 
@@ -61,7 +61,7 @@ VECTOR_COMPRESS = native_compress()
 
 #: From this many columns the top-1 scan takes vectorised passes over each
 #: row (:func:`top1_wide`); below, rows in vector lanes
-#: (:mod:`skcalib._core.accel_vector`; the quantile path's :func:`top1_scan`:
+#: (:mod:`skcalib._core.accel.vector`; the quantile path's :func:`top1_scan`:
 #: the scalar scan of four rows at a time).
 WIDE_CLASSES = 32
 
@@ -247,7 +247,7 @@ def top1_cells(
 ):
     """Confidence (``per_class`` False) or top-label (cell ``pred * n_bins +
     bin``) sums of 2-D ``proba`` of at least :data:`WIDE_CLASSES` columns
-    (fewer: :func:`skcalib._core.accel_vector.top1_vector`); returns whether
+    (fewer: :func:`skcalib._core.accel.vector.top1_vector`); returns whether
     a row failed the check. Each block's top-1 is found first
     (:func:`top1_wide`, into buffers in cache), then binned and added."""
     n = proba.shape[0]
@@ -313,7 +313,7 @@ def high_entries(proba, i, e1, idx):
     """The columns of row ``i`` above the first bin, into ``idx``; their
     number. Where the target has a native vector compress
     (:data:`VECTOR_COMPRESS`), whole chunks of 16 columns by
-    :func:`~skcalib._core.accel_simd.high_columns`; the other columns
+    :func:`~skcalib._core.accel.simd.high_columns`; the other columns
     branch-free: each column is written, the count moves on for those above
     ``e1`` (the loop is written here, not in a helper, which numba would
     not inline)."""

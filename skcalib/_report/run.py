@@ -1,6 +1,6 @@
 """The work behind ``skcalib report``: cross-fit calibrators on predictions
-and score them out of fold. No printing here (see ``skcalib._cli``); reading
-is in ``skcalib._report_io``, writing in ``skcalib._report_out``."""
+and score them out of fold. No printing here (see ``skcalib._report.cli``); reading
+is in ``skcalib._report.io``, writing in ``skcalib._report.out``."""
 
 import re
 import time
@@ -11,7 +11,7 @@ from sklearn.model_selection import StratifiedKFold
 
 from skcalib._base import _skcalib_calibrators
 from skcalib._core.scores import resolve_score_type
-from skcalib._report_io import DataError
+from skcalib._report.io import DataError
 from skcalib.calibration import IdentityCalibrator
 from skcalib.conformal import ConformalClassifier
 from skcalib.metrics import (

@@ -78,7 +78,7 @@ class _Progress:
 
 def method_label(row):
     """``auto`` says what it chose: ``auto (temperature 5/5 folds)``."""
-    from skcalib._report import describe_choice
+    from skcalib._report.run import describe_choice
 
     if row.get("chosen"):
         return f"{row['method']}: {describe_choice(row['chosen'])}"
@@ -219,7 +219,7 @@ def _add_output_options(rep):
 
 
 def _load(args):
-    from skcalib._report_io import DataError, Predictions, ReadOptions, read_predictions
+    from skcalib._report.io import DataError, Predictions, ReadOptions, read_predictions
 
     if args.path is None:
         from skcalib.datasets import list_datasets, load_predictions
@@ -251,7 +251,7 @@ def _load(args):
 
 
 def _chosen_methods(args, parser, methods):
-    from skcalib._report import SKIPPED_METHODS, default_methods, renamed_methods
+    from skcalib._report.run import SKIPPED_METHODS, default_methods, renamed_methods
 
     if args.methods is None:
         chosen = list(default_methods())
@@ -280,13 +280,13 @@ def _chosen_methods(args, parser, methods):
 
 def report(args, parser):
     """Run the report; return the exit status."""
-    from skcalib._report import available_methods
+    from skcalib._report.run import available_methods
 
     methods = _chosen_methods(args, parser, available_methods())
     if args.debug:
         return _report(args, methods)
-    from skcalib._report_io import DataError
-    from skcalib._report_out import OutputError
+    from skcalib._report.io import DataError
+    from skcalib._report.out import OutputError
 
     try:
         return _report(args, methods)
@@ -295,7 +295,7 @@ def report(args, parser):
     except OutputError as exc:
         return _fail(exc, EXIT_OUTPUT)
     except ValueError as exc:  # raised by the calibrators' own input checks
-        from skcalib._report import cli_spelling
+        from skcalib._report.run import cli_spelling
 
         source = args.path or f"built-in:{args.dataset}"
         return _fail(f"{source}: {cli_spelling(exc)}", EXIT_DATA)
@@ -310,8 +310,8 @@ def _fail(message, code):
 
 
 def _report(args, methods):
-    from skcalib._report import check_data, prepare_scores, run_report
-    from skcalib._report_out import check_outputs
+    from skcalib._report.out import check_outputs
+    from skcalib._report.run import check_data, prepare_scores, run_report
 
     # every output is checked before the work (a clash found after minutes
     # of fitting loses them); writing checks again
@@ -337,7 +337,7 @@ def _report(args, methods):
 
 
 def _meta(args, pred, decision, methods):
-    from skcalib._report import INTERVAL, SLOW_METHODS
+    from skcalib._report.run import INTERVAL, SLOW_METHODS
     from skcalib._version import __version__
 
     not_run = [m for m in SLOW_METHODS if m not in methods]
@@ -397,7 +397,7 @@ def _header(meta):
 
 
 def _print_report(args, rows, meta):
-    from skcalib._report import recommendation
+    from skcalib._report.run import recommendation
 
     meta["recommendation"] = recommendation(rows)
     if args.format == "json":
@@ -418,9 +418,9 @@ def _print_report(args, rows, meta):
 def _write(args, rows, probas, scores, pred, decision, methods, meta):
     if not (args.out or args.html):
         return
-    from skcalib._report import fit_best, uncalibrated_proba
-    from skcalib._report_html import MATPLOTLIB_HINT, reliability_png
-    from skcalib._report_out import write_run, write_single
+    from skcalib._report.html import MATPLOTLIB_HINT, reliability_png
+    from skcalib._report.out import write_run, write_single
+    from skcalib._report.run import fit_best, uncalibrated_proba
 
     report_obj = {**meta, "rows": rows}
     best = next(r for r in rows if r.get("best"))
@@ -469,7 +469,7 @@ def _write(args, rows, probas, scores, pred, decision, methods, meta):
 
 
 def _html(meta, rows, probas, pred, calibrated):
-    from skcalib._report_html import html_page, reliability_png
+    from skcalib._report.html import html_page, reliability_png
 
     ranked = [r["method"] for r in rows[1:]][:2]  # sorted by NLL
     images = []
@@ -492,7 +492,7 @@ def _html(meta, rows, probas, pred, calibrated):
 
 def main(argv=None):
     """Entry point of the ``skcalib`` command and of ``python -m skcalib``."""
-    from skcalib._report import available_methods, default_methods
+    from skcalib._report.run import available_methods, default_methods
 
     parser = _parser(available_methods(), default_methods())
     argv = list(sys.argv[1:] if argv is None else argv)

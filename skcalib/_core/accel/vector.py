@@ -1,18 +1,18 @@
 """The confidence and top-label kernel below
-:data:`~skcalib._core.accel_kernels.WIDE_CLASSES` columns, compiled by
+:data:`~skcalib._core.accel.kernels.WIDE_CLASSES` columns, compiled by
 :mod:`skcalib._core.accel` (numba's subset of Python; imported only with
 numba): groups of 16 rows checked, scanned and binned in vector lanes by
-the intrinsics of :mod:`skcalib._core.accel_simd`, each row then added to
+the intrinsics of :mod:`skcalib._core.accel.simd`, each row then added to
 its cell in row order, as the other kernels of
-:mod:`skcalib._core.accel_kernels` do (the same ``totals``, bit for bit
+:mod:`skcalib._core.accel.kernels` do (the same ``totals``, bit for bit
 those of the numpy path).
 """
 
 import numpy as np
 from numba.extending import register_jitable
 
-from skcalib._core.accel_kernels import flush, table_bin, top1_one
-from skcalib._core.accel_simd import GROUP, top1_group, top1_group_add
+from skcalib._core.accel.kernels import flush, table_bin, top1_one
+from skcalib._core.accel.simd import GROUP, top1_group, top1_group_add
 
 __all__ = []  # private module
 
@@ -22,7 +22,7 @@ def top1_row(
     proba, i, y, weight, interior, code, n_cells, n_bins, per_class, tol, hist, sums
 ):
     """Check and scan row ``i``
-    (:func:`~skcalib._core.accel_kernels.top1_one`), bin its maximum through
+    (:func:`~skcalib._core.accel.kernels.top1_one`), bin its maximum through
     the cell table and add it to its cell; returns whether it passed the
     check. The reference for the groups of :func:`top1_vector`."""
     ok, a, m = top1_one(proba, i, tol)
@@ -58,10 +58,10 @@ def top1_vector(
     totals,
     width,
 ):
-    """:func:`~skcalib._core.accel_kernels.top1_cells` for fewer than
-    :data:`~skcalib._core.accel_kernels.WIDE_CLASSES` columns: groups of 16
+    """:func:`~skcalib._core.accel.kernels.top1_cells` for fewer than
+    :data:`~skcalib._core.accel.kernels.WIDE_CLASSES` columns: groups of 16
     rows checked, scanned and binned in vector lanes
-    (:mod:`skcalib._core.accel_simd`; ``width`` a tuple of ``K`` items, for
+    (:mod:`skcalib._core.accel.simd`; ``width`` a tuple of ``K`` items, for
     the compile-time number of columns; ``tol`` and ``tau`` of
     :func:`skcalib._core.accel._vector_args`, ``tol_row`` the bound of the
     scalar check). A group that fails the check or holds a score near an

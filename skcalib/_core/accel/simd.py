@@ -1,7 +1,7 @@
 """The top-1 scan of narrow rows in vector lanes, written in LLVM IR (numba
 intrinsics of the ``fast`` extra; imported only with numba).
 
-Below :data:`~skcalib._core.accel_kernels.WIDE_CLASSES` columns a row is
+Below :data:`~skcalib._core.accel.kernels.WIDE_CLASSES` columns a row is
 too short for the compiler to vectorise its scan, and a scalar scan costs
 several times one read of the array. The intrinsics here take 16 rows at a
 time, one row per vector lane (a *group*):
@@ -92,7 +92,7 @@ def uniform_tau(interior, n_bins, dtype):
     Examples
     --------
     >>> import numpy as np
-    >>> from skcalib._core.accel_simd import uniform_tau
+    >>> from skcalib._core.accel.simd import uniform_tau
     >>> edges = np.linspace(0, 1, 16)[1:-1]
     >>> bool(uniform_tau(edges, 15, np.float64) < 1e-13)
     True
