@@ -53,7 +53,7 @@ from benchmarks import environment, markdown_table, output_dir, write_report
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Metric name -> how it is called (``P``: probabilities, ``y``: labels,
-#: ``S``: prediction sets, ``M``: 3 ensemble members).
+#: ``S``: prediction sets, ``M``: 3 ensemble members, members first).
 METRICS = {
     "aurc": "f(y, P)",
     "brier_score": "f(y, P)",
@@ -64,7 +64,7 @@ METRICS = {
     "corp_decomposition": "f(y, P)",
     "correctness_auroc": "f(y, P)",
     "cumulative_calibration_test": "f(y, P)",
-    "ensemble_proba": "f(M)",
+    "ensemble_proba": "f(M, member_axis=0)",
     "excess_aurc": "f(y, P)",
     "expected_calibration_error": "f(y, P)",
     "hosmer_lemeshow_test": "f(y, P)",
@@ -83,7 +83,7 @@ METRICS = {
     "smooth_calibration_error": "f(y, P)",
     "smooth_reliability_curve": "f(y, P)",
     "spiegelhalter_test": "f(y, P)",
-    "uncertainty_decomposition": "f(M)",
+    "uncertainty_decomposition": "f(M, member_axis=0)",
 }
 
 #: Calibrators built with their defaults (``CalibratedClassifier`` wraps a
@@ -108,12 +108,11 @@ CALIBRATORS = [
 
 QUICK_TARGETS = ["metric:expected_calibration_error"]
 
-CHILD = textwrap.dedent(
+#: The inputs of the calls in METRICS, from ``n``, ``k`` and ``dtype``
+#: (``tests/test_benchmarks_quick.py`` runs every call on them).
+DATA = textwrap.dedent(
     """
-    import json, sys, time, warnings
     import numpy as np
-    target, dtype = sys.argv[1], sys.argv[4]
-    n, k, warm = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[5])
     rng = np.random.default_rng(0)
     Z = (rng.standard_normal((n, k)) * 2).astype(dtype)
     P = np.exp(Z - Z.max(axis=1, keepdims=True))
@@ -122,6 +121,16 @@ CHILD = textwrap.dedent(
     S = P >= 0.1
     S[np.arange(n), P.argmax(axis=1)] = True
     M = np.stack([P, P[::-1], P[:, ::-1]])
+    """
+)
+
+CHILD = (
+    textwrap.dedent(
+        """
+    import json, sys, time, warnings
+    target, dtype = sys.argv[1], sys.argv[4]
+    n, k, warm = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[5])
+    {DATA}
     warnings.simplefilter("ignore")
     t0 = time.perf_counter()
     kind, name = target.split(":")
@@ -155,7 +164,10 @@ CHILD = textwrap.dedent(
     print(json.dumps({"import": t_import, "first": first, "again": again,
                       "numba": "numba" in sys.modules}))
     """
-).replace("{CALLS}", repr(METRICS))
+    )
+    .replace("{CALLS}", repr(METRICS))
+    .replace("{DATA}", DATA)
+)
 
 
 def child(
