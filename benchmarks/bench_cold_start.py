@@ -17,7 +17,12 @@ against an older checkout for a before/after:
 * **large input**: confidence ECE on 1e7 x 10 float32 (full run only), the
   first call in the three settings and the median of 3 warm calls after
   it: the kernel still runs there;
-* **import**: ``import skcalib`` against ``import sklearn``;
+* **import**: ``import skcalib`` against ``import sklearn`` (at least 9
+  fresh processes of each, alternating, numpy imported first), as Python
+  runs here (with ``PYTHONDONTWRITEBYTECODE`` set, every process compiles
+  skcalib from source) and with bytecode cached in a temporary
+  ``PYTHONPYCACHEPREFIX`` (primed by one untimed process, as after ``pip
+  install``); the difference is the median of the per-round differences;
 * **score cache**: :class:`~sklearn.model_selection.GridSearchCV` (5 folds,
   the ECE scorer) over 16 values of ``n_bins`` of
   :class:`~skcalib.HistogramBinningCalibrator` wrapping a prefit
@@ -48,7 +53,7 @@ from benchmarks import environment, markdown_table, output_dir, write_report
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Metric name -> how it is called (``P``: probabilities, ``y``: labels,
-#: ``S``: prediction sets, ``M``: 3 ensemble members).
+#: ``S``: prediction sets, ``M``: 3 ensemble members, members first).
 METRICS = {
     "aurc": "f(y, P)",
     "brier_score": "f(y, P)",
@@ -59,7 +64,7 @@ METRICS = {
     "corp_decomposition": "f(y, P)",
     "correctness_auroc": "f(y, P)",
     "cumulative_calibration_test": "f(y, P)",
-    "ensemble_proba": "f(M)",
+    "ensemble_proba": "f(M, member_axis=0)",
     "excess_aurc": "f(y, P)",
     "expected_calibration_error": "f(y, P)",
     "hosmer_lemeshow_test": "f(y, P)",
@@ -78,7 +83,7 @@ METRICS = {
     "smooth_calibration_error": "f(y, P)",
     "smooth_reliability_curve": "f(y, P)",
     "spiegelhalter_test": "f(y, P)",
-    "uncertainty_decomposition": "f(M)",
+    "uncertainty_decomposition": "f(M, member_axis=0)",
 }
 
 #: Calibrators built with their defaults (``CalibratedClassifier`` wraps a
@@ -103,12 +108,11 @@ CALIBRATORS = [
 
 QUICK_TARGETS = ["metric:expected_calibration_error"]
 
-CHILD = textwrap.dedent(
+#: The inputs of the calls in METRICS, from ``n``, ``k`` and ``dtype``
+#: (``tests/test_benchmarks_quick.py`` runs every call on them).
+DATA = textwrap.dedent(
     """
-    import json, sys, time, warnings
     import numpy as np
-    target, dtype = sys.argv[1], sys.argv[4]
-    n, k, warm = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[5])
     rng = np.random.default_rng(0)
     Z = (rng.standard_normal((n, k)) * 2).astype(dtype)
     P = np.exp(Z - Z.max(axis=1, keepdims=True))
@@ -117,6 +121,16 @@ CHILD = textwrap.dedent(
     S = P >= 0.1
     S[np.arange(n), P.argmax(axis=1)] = True
     M = np.stack([P, P[::-1], P[:, ::-1]])
+    """
+)
+
+CHILD = (
+    textwrap.dedent(
+        """
+    import json, sys, time, warnings
+    target, dtype = sys.argv[1], sys.argv[4]
+    n, k, warm = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[5])
+    {DATA}
     warnings.simplefilter("ignore")
     t0 = time.perf_counter()
     kind, name = target.split(":")
@@ -150,12 +164,21 @@ CHILD = textwrap.dedent(
     print(json.dumps({"import": t_import, "first": first, "again": again,
                       "numba": "numba" in sys.modules}))
     """
-).replace("{CALLS}", repr(METRICS))
+    )
+    .replace("{CALLS}", repr(METRICS))
+    .replace("{DATA}", DATA)
+)
 
 
-def child(target, n, k, *, mode, src, cache_dir=None, dtype="float64", warm=0):
-    """One fresh process: ``{"first": s, "numba": bool, ...}``."""
+def child(
+    target, n, k, *, mode, src, cache_dir=None, dtype="float64", warm=0, pyc=None
+):
+    """One fresh process: ``{"first": s, "numba": bool, ...}``; ``pyc``: a
+    folder to read and write bytecode in (``PYTHONPYCACHEPREFIX``)."""
     env = {**os.environ, "PYTHONPATH": str(src)}
+    if pyc is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(pyc)
     env.pop("SKCALIB_DISABLE_NUMBA", None)
     env.pop("NUMBA_CACHE_DIR", None)
     if mode == "absent":
@@ -224,6 +247,15 @@ def first_calls(target, n, k, repeat, src, dtype="float64", warm=0):
     return out
 
 
+def _version(name):
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
 def _cell(m, key="first"):
     return m["error"] if "error" in m else f"{m[key]:.3f}"
 
@@ -267,17 +299,37 @@ def first_call_table(targets, n, k, repeat, src):
 
 
 def import_table(repeat, src):
-    rows, got = [], {}
-    for name in ("sklearn", "skcalib"):
-        runs = [
-            child(f"import:{name}", 1, 2, mode="warm", src=src)["first"]
-            for _ in range(repeat)
+    """``import sklearn`` and ``import skcalib`` in alternating fresh
+    processes, from source and with bytecode cached: medians and the median
+    of the per-round differences."""
+    got = {}
+    with tempfile.TemporaryDirectory() as pyc:
+        for name in ("sklearn", "skcalib"):  # prime the bytecode folder
+            child(f"import:{name}", 1, 2, mode="warm", src=src, pyc=pyc)
+        for setting, folder in (("source", None), ("bytecode", pyc)):
+            runs = {"sklearn": [], "skcalib": []}
+            for _ in range(repeat):
+                for name in runs:
+                    r = child(f"import:{name}", 1, 2, mode="warm", src=src, pyc=folder)
+                    runs[name].append(r["first"])
+            diffs = [
+                b - a for a, b in zip(runs["sklearn"], runs["skcalib"], strict=True)
+            ]
+            got[setting] = {name: statistics.median(v) for name, v in runs.items()}
+            got[setting]["difference"] = statistics.median(diffs)
+    rows = [
+        [
+            name if name == "difference" else f"import {name}",
+            f"{got['source'][name]:.3f}",
+            f"{got['bytecode'][name]:.3f}",
+            str(repeat),
         ]
-        got[name] = statistics.median(runs)
-        rows.append([f"import {name}", f"{got[name]:.3f}", str(repeat)])
-    rows.append(["difference", f"{got['skcalib'] - got['sklearn']:.3f}", ""])
+        for name in ("sklearn", "skcalib", "difference")
+    ]
+    rows[-1][-1] = ""
     print(rows, flush=True)
-    return markdown_table(["", "median s", "processes"], rows, "lrr"), got
+    headers = ["", "from source, median s", "bytecode cached, median s", "processes"]
+    return markdown_table(headers, rows, "lrrr"), got
 
 
 GRID = textwrap.dedent(
@@ -410,6 +462,8 @@ def main(argv=None):
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
+    loads = [os.getloadavg()[0]]
+    load_start = os.getloadavg()
     skip = set(filter(None, args.skip.split(",")))
     if args.quick:
         n, repeat, targets = 10_000, 1, QUICK_TARGETS
@@ -435,6 +489,7 @@ def main(argv=None):
             table,
             f"Largest ratio to numba absent: {worst:.2f}.",
         ]
+        loads.append(os.getloadavg()[0])
     if "large" not in skip:
         got = first_calls(
             "metric:expected_calibration_error",
@@ -450,6 +505,7 @@ def main(argv=None):
             for mode, m in got.items()
         ]
         print(rows, flush=True)
+        loads.append(os.getloadavg()[0])
         parts += [
             "## Confidence ECE, 1e7 x 10 float32: first call and warm calls",
             markdown_table(
@@ -464,15 +520,47 @@ def main(argv=None):
             ),
         ]
     if "import" not in skip:
-        table, _ = import_table(max(repeat, 3) if not args.quick else 1, args.src)
-        parts += ["## `import skcalib` against `import sklearn`", table]
+        table, _ = import_table(max(3 * repeat, 9) if not args.quick else 1, args.src)
+        loads.append(os.getloadavg()[0])
+        parts += [
+            "## `import skcalib` against `import sklearn`",
+            table,
+            "`difference`: the median of the per-round differences (skcalib "
+            "minus sklearn in the same round), not the difference of the "
+            "medians. `import sklearn` already imports `sklearn.base`, "
+            "`sklearn.utils.validation`, SciPy's `stats`, `sparse`, `optimize` "
+            "and pandas; skcalib adds `sklearn.metrics` (its scorers subclass "
+            "scikit-learn's), `sklearn.isotonic` and its own modules.",
+        ]
     if "grid" not in skip:
         table, _ = grid_table(grid_n, n_grid, repeat, args.src)
         parts += [
             f"## Wrapper-mode grid ({n_grid} candidates x 5 folds, {grid_n} rows)",
             table,
         ]
-    parts += [f"Elapsed {time.perf_counter() - t0:.0f} s.", "\n".join(environment())]
+    loads.append(os.getloadavg()[0])
+    options = sys.argv[1:] if argv is None else argv
+    command = " ".join(["python -m benchmarks cold-start", *options])
+    load_end = os.getloadavg()
+    parts += [
+        f"Elapsed {time.perf_counter() - t0:.0f} s.",
+        "\n".join(
+            [
+                f"- command: `{command}`",
+                *environment(),
+                f"- numba {_version('numba')}, threadpoolctl "
+                f"{_version('threadpoolctl')}",
+                "- load average (1, 5, 15 min) at the start "
+                + ", ".join(f"{x:.2f}" for x in load_start)
+                + ", at the end "
+                + ", ".join(f"{x:.2f}" for x in load_end)
+                + "; 1-min load after each part: "
+                + ", ".join(f"{x:.2f}" for x in loads),
+                f"- PYTHONDONTWRITEBYTECODE="
+                f"{os.environ.get('PYTHONDONTWRITEBYTECODE', '(unset)')}",
+            ]
+        ),
+    ]
     path = write_report(
         output_dir(args.out, args.quick) / "cold_start.md", "\n\n".join(parts)
     )

@@ -365,6 +365,29 @@ def test_choosing_guide_follows_the_committed_figures():
     assert "quality_choosing import read" in guide
 
 
+def test_cold_start_calls_every_public_metric_as_it_runs():
+    # The full run calls each public metric of skcalib.metrics on these
+    # inputs; a call that raises shows an error in the table instead of a
+    # time (ensemble_proba and uncertainty_decomposition did: a member stack
+    # must name its member_axis).
+    import inspect
+
+    import skcalib.metrics
+    from benchmarks.bench_cold_start import DATA, METRICS
+
+    public = {
+        name
+        for name in skcalib.metrics.__all__
+        if inspect.isfunction(getattr(skcalib.metrics, name)) and "scorer" not in name
+    }
+    assert set(METRICS) == public
+    data = {"n": 300, "k": 4, "dtype": "float64"}
+    exec(DATA, data)
+    for name, call in METRICS.items():
+        f = getattr(skcalib.metrics, name)
+        eval(call, {**data, "f": f})  # raises if the call is wrong
+
+
 def test_cold_start_quick(tmp_path):
     # Fresh processes: the confidence ECE's first call with a cold and a warm
     # numba cache and without numba, import times, and the score-cache grid.

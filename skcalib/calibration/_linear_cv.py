@@ -5,7 +5,6 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.model_selection import check_cv
 
 from skcalib._base import BaseCalibrator
 from skcalib._core.compat import Interval, StrOptions
@@ -170,6 +169,8 @@ class _LinearMapCV(_LinearMapCalibrator):
             if self.reg_mus is None
             else _grid(self.reg_mus, auto_mu, "reg_mus")
         )
+        from sklearn.model_selection import check_cv  # not on import skcalib
+
         folds = list(check_cv(self.cv, y, classifier=True).split(x, y))
         for i, (train, _) in enumerate(folds):
             # a class absent from all of y (classes=) has no rows to miss

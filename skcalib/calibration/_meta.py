@@ -11,8 +11,6 @@ from sklearn.base import (
     MetaEstimatorMixin,
     clone,
 )
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import check_cv
 from sklearn.utils import Bunch, get_tags
 from sklearn.utils.metadata_routing import (
     MetadataRouter,
@@ -241,6 +239,10 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     def _get_estimator(self):
         if self.estimator is not None:
             return self.estimator
+        # sklearn.linear_model and .model_selection are imported where they
+        # are used, not on `import skcalib` (tests/test_import_cost.py).
+        from sklearn.linear_model import LogisticRegression
+
         estimator = LogisticRegression()
         if get_config().get("enable_metadata_routing", False):
             estimator.set_fit_request(sample_weight=True)
@@ -332,6 +334,8 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         method = self._get_response_method(estimator, calibrator)
         fit_kwargs, split_kwargs = self._route(estimator, sample_weight, fit_params)
         params = Bunch(fit_params=fit_kwargs, response_method=method)
+
+        from sklearn.model_selection import check_cv
 
         cv = check_cv(self.cv, y, classifier=True)
         splits = _check_splits(cv.split(X, y, **split_kwargs), _num_samples(X))

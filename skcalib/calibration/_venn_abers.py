@@ -3,7 +3,6 @@
 from numbers import Integral
 
 import numpy as np
-from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
 from skcalib._core import accel as _accel
@@ -364,6 +363,8 @@ class VennAbersCalibrator(_OneVsRestCalibrator):
                 target[keep],
                 sample_weight[keep],
             )
+        from sklearn.model_selection import StratifiedKFold  # not on import
+
         folds = StratifiedKFold(
             n_splits=self.cv, shuffle=True, random_state=self.random_state
         )

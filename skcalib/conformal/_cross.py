@@ -6,8 +6,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit, check_cv
 from sklearn.utils import check_random_state, get_tags
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
@@ -278,6 +276,13 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
 
     # ---------------------------------------------------------------- fitting
     def _splits(self, X, y):
+        # Imported here, not on `import skcalib` (tests/test_import_cost.py).
+        from sklearn.model_selection import (
+            ShuffleSplit,
+            StratifiedShuffleSplit,
+            check_cv,
+        )
+
         n = _num_samples(X)
         if self.cv != "split":
             cv = check_cv(self.cv, y, classifier=True)
@@ -290,7 +295,11 @@ class CrossConformalClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         return check_folds(split.split(X, y), n, partition=False)
 
     def _model(self):
-        return LogisticRegression() if self.estimator is None else self.estimator
+        if self.estimator is not None:
+            return self.estimator
+        from sklearn.linear_model import LogisticRegression
+
+        return LogisticRegression()
 
     def _fit_kwargs(self, sample_weight, fit_params):
         kwargs = dict(fit_params)

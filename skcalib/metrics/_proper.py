@@ -7,7 +7,6 @@ from numbers import Integral
 import numpy as np
 from scipy.optimize import minimize_scalar
 from sklearn.isotonic import isotonic_regression
-from sklearn.model_selection import StratifiedKFold
 
 from skcalib._core.compat import Interval, StrOptions, validate_params
 from skcalib._core.inputs import (
@@ -336,6 +335,8 @@ def _in_sample(inp, loss, recalibration):
 
 
 def _cross_fitted(inp, loss, recalibration, cv, random_state):
+    from sklearn.model_selection import StratifiedKFold  # not on import skcalib
+
     folds = StratifiedKFold(n_splits=cv, shuffle=True, random_state=random_state)
     w = inp.sample_weight
     if recalibration == "isotonic":

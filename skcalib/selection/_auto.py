@@ -8,7 +8,6 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import FitFailedWarning
-from sklearn.model_selection import check_cv
 from sklearn.utils.parallel import Parallel, delayed
 
 from skcalib._base import BaseCalibrator
@@ -420,6 +419,8 @@ class AutoCalibrator(BaseCalibrator):
         check_count_weights(sample_weight, type(self).__name__)
         names, cals, ref = self._named_candidates(scores.n_classes)
         raw, kind = scores.raw, scores.score_type
+        from sklearn.model_selection import check_cv  # not on import skcalib
+
         cv = check_cv(self.cv, y, classifier=True)
         splits = list(cv.split(np.zeros((y.shape[0], 1)), y))
         n_splits = len(splits)
