@@ -87,11 +87,17 @@ METRICS = {
 }
 
 #: Calibrators built with their defaults (``CalibratedClassifier`` wraps a
-#: Gaussian naive Bayes on the logits, with cv=3).
+#: Gaussian naive Bayes on the logits, with cv=3): every public calibrator
+#: of ``skcalib`` (``tests/test_benchmarks_quick.py`` checks the list).
+#: ``BayesDecisionClassifier`` (needs a cost matrix) and
+#: ``CrossConformalClassifier`` (fits an unfitted classifier per fold) are
+#: decision and set makers on top of a model, not calibrators of scores.
 CALIBRATORS = [
+    "AutoCalibrator",
     "BetaCalibrator",
     "BiasCorrectedTemperatureCalibrator",
     "CalibratedClassifier",
+    "ConformalClassifier",
     "DirichletCalibrator",
     "DirichletCalibratorCV",
     "HistogramBinningCalibrator",
@@ -100,6 +106,7 @@ CALIBRATORS = [
     "MatrixScalingCalibrator",
     "MatrixScalingCalibratorCV",
     "PlattCalibrator",
+    "PriorShiftAdapter",
     "ScalingBinningCalibrator",
     "TemperatureCalibrator",
     "VectorScalingCalibrator",

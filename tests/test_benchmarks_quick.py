@@ -388,6 +388,29 @@ def test_cold_start_calls_every_public_metric_as_it_runs():
         eval(call, {**data, "f": f})  # raises if the call is wrong
 
 
+def test_cold_start_builds_every_public_calibrator():
+    # The full run times fit + predict_proba of each name in CALIBRATORS on
+    # probabilities P (CalibratedClassifier: a naive Bayes on logits Z).
+    import skcalib
+    from benchmarks.bench_cold_start import CALIBRATORS, DATA
+    from skcalib._base import BaseCalibrator
+
+    public = {
+        name
+        for name in skcalib.__all__
+        if isinstance(getattr(skcalib, name), type)
+        and issubclass(getattr(skcalib, name), BaseCalibrator)
+    }
+    assert set(CALIBRATORS) == public | {"CalibratedClassifier"}
+    data = {"n": 300, "k": 4, "dtype": "float64"}
+    exec(DATA, data)
+    for name in CALIBRATORS:
+        if name == "CalibratedClassifier":
+            continue
+        proba = getattr(skcalib, name)().fit(data["P"], data["y"])
+        np.testing.assert_allclose(proba.predict_proba(data["P"]).sum(axis=1), 1.0)
+
+
 def test_cold_start_quick(tmp_path):
     # Fresh processes: the confidence ECE's first call with a cold and a warm
     # numba cache and without numba, import times, and the score-cache grid.
