@@ -8,7 +8,7 @@ usage: python -m benchmarks COMMAND [options]
 commands: speed, quality, auto, large, large-fit, conformal, report,
   regularisation, isotonic-ranking, decisions, gpu, smooth-ece,
   calibration-tests, ece-speed, vector-scaling, cross-conformal, prior-shift,
-  cold-start
+  cold-start, references
 
   speed    time skcalib's calibrators and metrics against sklearn, netcal,
            torchmetrics, ... (writes speed.md)
@@ -52,6 +52,10 @@ commands: speed, quality, auto, large, large-fit, conformal, report,
            (cold and warm numba cache, numba absent), import skcalib against
            import sklearn, and the score cache in a wrapper-mode grid
            (writes cold_start.md)
+  references  published numbers that shared/data lets us recompute
+           (papers, the data README, the authors' code): published | ours |
+           difference | tolerance; exits 1 when a row drifts (writes
+           references.md)
 
 Each command has --help. Full runs write benchmarks/results/; --quick runs
 write to a temporary folder unless --out is given."""
@@ -99,6 +103,8 @@ def main(argv=None):
         from benchmarks.bench_prior_shift import main as run
     elif command == "cold-start":
         from benchmarks.bench_cold_start import main as run
+    elif command == "references":
+        from benchmarks.bench_references import main as run
     else:
         print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2
