@@ -10,6 +10,7 @@ from skcalib.calibration._beta import BetaCalibrator
 from skcalib.calibration._bias_temperature import BiasCorrectedTemperatureCalibrator
 from skcalib.calibration._binning import HistogramBinningCalibrator
 from skcalib.calibration._dirichlet import DirichletCalibrator
+from skcalib.calibration._ensemble_temperature import EnsembleTemperatureCalibrator
 from skcalib.calibration._identity import IdentityCalibrator
 from skcalib.calibration._isotonic import IsotonicCalibrator
 from skcalib.calibration._linear_cv import (
@@ -33,6 +34,7 @@ __all__ = [
     "CalibratedClassifier",
     "DirichletCalibrator",
     "DirichletCalibratorCV",
+    "EnsembleTemperatureCalibrator",
     "HistogramBinningCalibrator",
     "IdentityCalibrator",
     "IsotonicCalibrator",

@@ -49,6 +49,7 @@ from skcalib.metrics._kernel import (
     kernel_calibration_error,
     kernel_calibration_test,
 )
+from skcalib.metrics._mmce import maximum_mean_calibration_error, mmce
 from skcalib.metrics._proper import (
     CalibrationRefinement,
     brier_score,
@@ -71,6 +72,7 @@ from skcalib.metrics._scorer import (
 )
 from skcalib.metrics._selective import (
     RiskCoverageCurve,
+    augrc,
     aurc,
     correctness_auroc,
     excess_aurc,
@@ -105,6 +107,7 @@ __all__ = [
     "RiskCoverageCurve",
     "SmoothReliabilityCurve",
     "UncertaintyDecomposition",
+    "augrc",
     "aurc",
     "aurc_scorer",
     "brier_score",
@@ -129,8 +132,10 @@ __all__ = [
     "ks_calibration_error",
     "make_proba_scorer",
     "maximum_calibration_error",
+    "maximum_mean_calibration_error",
     "mce_scorer",
     "mean_set_size",
+    "mmce",
     "negative_log_likelihood",
     "nll_scorer",
     "reliability_curve",

@@ -22,6 +22,7 @@ from skcalib.metrics._selective_core import (
     LOSSES,
     curve_area,
     curve_from_scores,
+    generalized_curve_area,
     oracle_curve,
     risk_at,
     selective_inputs,
@@ -29,6 +30,7 @@ from skcalib.metrics._selective_core import (
 
 __all__ = [
     "RiskCoverageCurve",
+    "augrc",
     "aurc",
     "correctness_auroc",
     "excess_aurc",
@@ -285,6 +287,92 @@ def aurc(
         labels=labels,
     )
     return curve_area(
+        *curve_from_scores(inputs.confidence, inputs.loss, inputs.weight)[:2]
+    )
+
+
+@host_array_api("y_proba", "confidence")
+@_doc
+@validate_params(SELECTIVE_CONSTRAINTS, prefer_skip_nested_validation=True)
+def augrc(
+    y_true,
+    y_proba,
+    *,
+    confidence="max_proba",
+    loss="error",
+    sample_weight=None,
+    labels=None,
+):
+    """Compute the area under the generalised risk-coverage curve (AUGRC).
+
+    Parameters
+    ----------
+    {params}
+
+    Returns
+    -------
+    augrc : float
+        Lower is better; in ``[0, 0.5]`` for ``loss="error"`` (Traub et al.
+        report it multiplied by 1000).
+
+    See Also
+    --------
+    aurc : The area under the (selective) risk-coverage curve.
+    risk_coverage_curve : The curve; its ``coverage * risk`` is the
+        generalised risk.
+
+    Notes
+    -----
+    The generalised risk at coverage :math:`c` is the loss of the accepted
+    samples per unit of *total* weight, :math:`L(c) = c\\, r(c)` (for the
+    0/1 error: the probability that a sample is accepted *and* wrong),
+    where the selective risk :math:`r(c)` of :func:`aurc` divides by the
+    accepted weight only. Traub et al. [1]_ define
+
+    .. math::
+
+        \\mathrm{AUGRC} = \\int_0^1 L(c)\\, dc,
+
+    which weighs every accepted failure by the share of samples ranked
+    below it, instead of :func:`aurc`'s weight that grows without bound
+    for the failures of highest confidence.
+
+    **Ties**: as in :func:`aurc`, tied samples enter in random order, so
+    :math:`L` is linear between the points of the curve (and from
+    :math:`(0, 0)` to the first): the trapezoid rule on the curve's points
+    is exact, the result does not depend on the order of the rows, and
+    integer weights equal repeated rows. This is the linear interpolation
+    of the authors' implementation (``fd-shifts``, ``RiskCoverageStats.augrc``,
+    on the points of the distinct thresholds). For the 0/1 error with
+    failure rate :math:`\\pi` it equals
+    :math:`\\pi^2 / 2 + \\pi (1 - \\pi)(1 - \\mathrm{AUROC})`, with the
+    AUROC of :func:`correctness_auroc` (ties counting one half); the best
+    ranking gives :math:`\\pi^2 / 2`.
+
+    References
+    ----------
+    .. [1] J. Traub, T. J. Bungert, C. T. Lüth, M. Baumgartner, K. H.
+       Maier-Hein, L. Maier-Hein and P. F. Jäger, "Overcoming Common Flaws in
+       the Evaluation of Selective Classification Systems", NeurIPS 2024.
+
+    Examples
+    --------
+    >>> from skcalib.metrics import augrc
+    >>> y = [0, 1, 1, 0]
+    >>> augrc(y, [0.1, 0.9, 0.4, 0.7])  # the two errors least confident
+    0.125
+    >>> augrc(y, [0.1, 0.6, 0.4, 0.9])  # an error most confident
+    0.25
+    """
+    inputs = selective_inputs(
+        y_true,
+        y_proba,
+        confidence=confidence,
+        loss=loss,
+        sample_weight=sample_weight,
+        labels=labels,
+    )
+    return generalized_curve_area(
         *curve_from_scores(inputs.confidence, inputs.loss, inputs.weight)[:2]
     )
 

@@ -186,6 +186,15 @@ def curve_area(coverage, risk):
     return float(cum[-1] + np.sum((cum[:-1] - c0 * slope) * log_ratio))
 
 
+def generalized_curve_area(coverage, risk):
+    """The area under the generalised risk-coverage curve (see ``augrc``'s
+    Notes): the cumulative loss ``L(c) = c r(c)`` is linear between the
+    points (and from ``(0, 0)`` to the first), so the area is the trapezoid
+    rule, exactly."""
+    cum = np.append(0.0, coverage * risk)
+    return float(np.diff(np.append(0.0, coverage)) @ (cum[1:] + cum[:-1]) / 2.0)
+
+
 def risk_at(coverage, risk, target):
     """The risk of the curve at coverage ``target`` (in ``(0, 1]``), on the
     same linear interpolation of the cumulative loss as :func:`curve_area`."""

@@ -63,6 +63,13 @@ PROBA_METRICS = {
     "aurc": (M.aurc, {}),
     "aurc_log_loss": (M.aurc, {"loss": "log_loss", "confidence": "negative_entropy"}),
     "excess_aurc": (M.excess_aurc, {}),
+    "augrc": (M.augrc, {}),
+    "augrc_brier_margin": (M.augrc, {"loss": "brier", "confidence": "margin"}),
+    "mmce": (M.maximum_mean_calibration_error, {}),
+    "mmce_squared_narrow": (
+        M.maximum_mean_calibration_error,
+        {"squared": True, "bandwidth": 0.05},
+    ),
     "selective_risk": (M.selective_risk_at_coverage, {"coverage": 0.7}),
     "correctness_auroc": (M.correctness_auroc, {"confidence": "margin"}),
     "ece": (M.expected_calibration_error, {}),
