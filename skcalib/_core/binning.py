@@ -110,6 +110,47 @@ def check_n_bins(n_bins, n_samples=None):
     return n_bins
 
 
+#: The bin-count rules of :func:`numpy.histogram_bin_edges` that
+#: :func:`resolve_n_bins` accepts: those that depend on the number of
+#: samples only, each ``n -> ceil(rule(n))`` as numpy computes it.
+N_BINS_RULES = {
+    "sqrt": "ceil(sqrt(n))",
+    "sturges": "ceil(log2(n)) + 1",
+    "rice": "ceil(2 * n ** (1 / 3))",
+}
+
+
+def resolve_n_bins(n_bins, n_samples):
+    """The number of bins of ``n_bins``: an int unchanged, or the count that
+    a rule of :data:`N_BINS_RULES` gives for ``n_samples`` (at least 1).
+
+    The rules are numpy's (:func:`numpy.histogram_bin_edges`) on data of
+    range 1: numpy takes the bin width ``range / rule(n)`` and then
+    ``ceil(range / width)`` bins, that is ``ceil(rule(n))``; ``"sturges"`` is
+    ``log2(n) + 1``, so ``ceil(log2(n)) + 1``. The rules of numpy that read
+    the spread of the data (``"fd"``, ``"scott"``, ``"doane"``, ``"stone"``
+    and ``"auto"``, the larger of ``"fd"`` and ``"sturges"``) are not
+    offered; a ``ValueError`` names the ones that are.
+    """
+    if not isinstance(n_bins, str):
+        return n_bins
+    if n_bins not in N_BINS_RULES:
+        raise ValueError(
+            f"n_bins={n_bins!r} is not a bin-count rule skcalib resolves; pass "
+            f"an int or one of {sorted(N_BINS_RULES)} (numpy's rules that need "
+            "the number of samples only; 'fd', 'scott', 'doane', 'stone' and "
+            "'auto' read the spread of the scores and are not offered)."
+        )
+    n = max(int(n_samples), 1)
+    if n_bins == "sqrt":
+        count = np.ceil(np.sqrt(n))
+    elif n_bins == "sturges":
+        count = np.ceil(np.log2(n)) + 1
+    else:
+        count = np.ceil(2 * np.cbrt(n))
+    return max(int(count), 1)
+
+
 def bin_edges(scores, n_bins, strategy="uniform", sample_weight=None):
     """Edges of ``n_bins`` bins on ``[0, 1]``.
 

@@ -416,11 +416,17 @@ class CalibrationAccumulator:
             "kind": _METHOD_CONSTRAINTS["kind"],
             "class_index": [Interval(Integral, 0, None, closed="left"), None],
             "confidence_level": [Interval(Real, 0, 1, closed="neither")],
+            "interval": [StrOptions({"wilson", "clopper-pearson"})],
         },
         prefer_skip_nested_validation=True,
     )
     def reliability_curve(
-        self, *, kind="confidence", class_index=None, confidence_level=0.95
+        self,
+        *,
+        kind="confidence",
+        class_index=None,
+        confidence_level=0.95,
+        interval="wilson",
     ):
         """Reliability curve of the data seen.
 
@@ -431,7 +437,9 @@ class CalibrationAccumulator:
         class_index : int, default=None
             Column the curve is about (``"top_label"``, ``"classwise"``).
         confidence_level : float, default=0.95
-            Level of the per-bin Wilson intervals.
+            Level of the per-bin intervals.
+        interval : {"wilson", "clopper-pearson"}, default="wilson"
+            Per-bin interval; see :func:`reliability_curve`.
 
         Returns
         -------
@@ -452,6 +460,8 @@ class CalibrationAccumulator:
             class_index=class_index,
             confidence_level=confidence_level,
             weight_scale=self._scale or 1.0,
+            interval=interval,
+            n_bins=m,
         )
 
     @validate_params(

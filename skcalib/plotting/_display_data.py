@@ -27,8 +27,8 @@ def _curve_and_ece(y_true, y_proba, *, kind, labels, class_index, **params):
     """The curve and its legend ECE, of the same kind as the curve.
 
     ``params``: ``n_bins``, ``strategy``, ``sample_weight``,
-    ``confidence_level``, ``n_resamples`` and ``random_state`` of
-    :func:`~skcalib.metrics.reliability_curve`. A CORP curve
+    ``confidence_level``, ``n_resamples``, ``random_state``, ``interval``
+    and ``band`` of :func:`~skcalib.metrics.reliability_curve`. A CORP curve
     (``strategy="isotonic"``) has no legend ECE (its legend shows MCB).
     """
     curve = reliability_curve(
@@ -41,6 +41,9 @@ def _curve_and_ece(y_true, y_proba, *, kind, labels, class_index, **params):
         # pooled curve drawn does not have.
         for key in ("confidence_level", "n_resamples", "random_state"):
             params.pop(key)
+        params.pop("interval")
+        params.pop("band")
+        params["n_bins"] = curve.n_bins  # a rule name, resolved
         ece = expected_calibration_error(
             y_true, y_proba, kind=kind, labels=labels, **params
         )
@@ -132,7 +135,7 @@ def display_data(
     its legend ECE (and its interval when ``params["legend_interval"]``)
     and class, and the overlaid curves. ``params``: ``n_bins``,
     ``strategy``, ``sample_weight``, ``confidence_level``, ``n_resamples``,
-    ``random_state``, ``legend_interval``."""
+    ``random_state``, ``legend_interval``, ``interval``, ``band``."""
     want_interval = params.pop("legend_interval")
     kind, class_index, labels = resolve_curve(
         y_true,
@@ -153,7 +156,7 @@ def display_data(
             curve,
             labels=labels,
             sample_weight=params["sample_weight"],
-            n_bins=params["n_bins"],
+            n_bins=curve.n_bins,
             strategy=params["strategy"],
             random_state=params["random_state"],
         )

@@ -270,17 +270,25 @@ def draw_step_curve(ax, curve, label, kwargs, color=None, linestyle="-"):
 
 
 def draw_band(ax, curve, color, band_kwargs):
-    """The consistency band of an isotonic curve (None when it has none)."""
+    """The band of a curve (None when it has none): the consistency band of
+    an isotonic curve at ``curve_x``, or the bootstrap band of a binned one
+    at the mean confidence of its bins (those where the band is finite)."""
     if curve.band_lower is None or curve.band_upper is None:
         return None
     from matplotlib.collections import PolyCollection
 
+    lower, upper = (
+        np.asarray(b, dtype=np.float64) for b in (curve.band_lower, curve.band_upper)
+    )
+    if curve.strategy == "isotonic":
+        x = np.asarray(curve.curve_x, dtype=np.float64)
+    else:
+        x = np.asarray(curve.mean_confidence, dtype=np.float64)
+        keep = np.isfinite(x) & np.isfinite(lower) & np.isfinite(upper)
+        x, lower, upper = x[keep], lower[keep], upper[keep]
     defaults = {"color": color, "alpha": 0.15, "linewidth": 0, "zorder": 1}
     return ax.fill_between(
-        np.asarray(curve.curve_x, dtype=np.float64),
-        np.asarray(curve.band_lower, dtype=np.float64),
-        np.asarray(curve.band_upper, dtype=np.float64),
-        **merge_kwargs(defaults, band_kwargs, PolyCollection),
+        x, lower, upper, **merge_kwargs(defaults, band_kwargs, PolyCollection)
     )
 
 

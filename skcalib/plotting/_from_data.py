@@ -50,6 +50,8 @@ class ReliabilityFromDataMixin:
         show_band=True,
         band_kwargs=None,
         overlay_kwargs=None,
+        interval="wilson",
+        band=None,
         **kwargs,
     ):
         """Plot a reliability diagram from true labels and predicted probabilities.
@@ -65,8 +67,9 @@ class ReliabilityFromDataMixin:
             Predicted probabilities: one column per class (in the order of
             ``labels``, or of the sorted labels of ``y_true``), or a 1-D array
             with the probability of the positive class of a binary problem.
-        n_bins : int, default=15
-            Number of bins.
+        n_bins : int or {"sqrt", "sturges", "rice"}, default=15
+            Number of bins, or a rule resolved from the number of samples
+            (``curve.n_bins``); see :func:`~skcalib.metrics.reliability_curve`.
         strategy : {"uniform", "quantile", "isotonic"}, default="uniform"
             Equal-width or equal-mass bins, or ``"isotonic"``: the CORP
             curve (PAV blocks, no bins to choose) with its consistency band;
@@ -100,8 +103,8 @@ class ReliabilityFromDataMixin:
         labels : array-like of shape (n_classes,), default=None
             The labels of the columns of ``y_proba``.
         confidence_level : float, default=0.95
-            Level of the per-bin Wilson intervals (``show_intervals``) and
-            of the legend's ECE interval (``legend_interval``).
+            Level of the per-bin intervals (``show_intervals``), of the
+            bands and of the legend's ECE interval (``legend_interval``).
         name : str, default=None
             Legend name of the curve.
         ax : matplotlib.axes.Axes, default=None
@@ -113,8 +116,8 @@ class ReliabilityFromDataMixin:
         show_gaps : bool, default=False
             Draw the gap from each bin's accuracy to the diagonal.
         show_intervals : bool, default=None
-            Draw the per-bin Wilson intervals (``None``: for binned curves,
-            not for a CORP curve, whose consistency band is drawn instead).
+            Draw the per-bin intervals (``None``: for binned curves, not
+            for a CORP curve, whose consistency band is drawn instead).
         legend_interval : bool, default=False
             Show the confidence interval of the ECE in the legend, ``ECE =
             0.085 [0.061, 0.112]``, from
@@ -140,13 +143,21 @@ class ReliabilityFromDataMixin:
             predictions is at least 0.01).
         n_resamples : int, default=100
             Outcome resamples of the consistency band of the CORP curve (0:
-            no band).
+            no band), and row resamples of the bootstrap band (``band``).
         random_state : int, RandomState instance or None, default=0
-            Seed of the consistency band.
+            Seed of the consistency and bootstrap bands.
         show_band : bool, default=True
-            Draw the consistency band of the CORP curve.
+            Draw the consistency band of the CORP curve and the bootstrap
+            band.
         band_kwargs, overlay_kwargs : dict, default=None
-            Styles of the band and of the overlaid curves; see :meth:`plot`.
+            Styles of the bands and of the overlaid curves; see :meth:`plot`.
+        interval : {"wilson", "clopper-pearson"}, default="wilson"
+            Per-bin interval drawn (``show_intervals``); see
+            :func:`~skcalib.metrics.reliability_curve`.
+        band : {"pointwise", "simultaneous"}, default=None
+            Binned curves: a bootstrap band of the whole curve, drawn with
+            ``fill_between`` (``bootstrap_band_``); see
+            :func:`~skcalib.metrics.reliability_curve`.
         **kwargs : dict
             Keyword arguments for :meth:`matplotlib.axes.Axes.plot` drawing the
             curve.
@@ -251,6 +262,8 @@ class ReliabilityFromDataMixin:
             n_resamples=n_resamples,
             random_state=random_state,
             legend_interval=legend_interval,
+            interval=interval,
+            band=band,
         )
         disp = cls(**data, name=name)
         return disp.plot(
@@ -304,6 +317,8 @@ class ReliabilityFromDataMixin:
         show_band=True,
         band_kwargs=None,
         overlay_kwargs=None,
+        interval="wilson",
+        band=None,
         **kwargs,
     ):
         """Plot a reliability diagram from a fitted classifier and data.
@@ -321,8 +336,9 @@ class ReliabilityFromDataMixin:
             Input of ``estimator.predict_proba``.
         y : array-like of shape (n_samples,)
             True labels.
-        n_bins : int, default=15
-            Number of bins.
+        n_bins : int or {"sqrt", "sturges", "rice"}, default=15
+            Number of bins, or a rule resolved from the number of samples
+            (``curve.n_bins``); see :func:`~skcalib.metrics.reliability_curve`.
         strategy : {"uniform", "quantile", "isotonic"}, default="uniform"
             Equal-width or equal-mass bins, or the CORP curve; see
             :meth:`from_predictions`.
@@ -340,7 +356,7 @@ class ReliabilityFromDataMixin:
         sample_weight : array-like of shape (n_samples,), default=None
             Sample weights.
         confidence_level : float, default=0.95
-            Level of the per-bin Wilson intervals.
+            Level of the per-bin intervals and of the bands.
         name : str, default=None
             Legend name; the estimator's class name when ``None``.
         ax : matplotlib.axes.Axes, default=None
@@ -352,8 +368,8 @@ class ReliabilityFromDataMixin:
         show_gaps : bool, default=False
             Draw the gap from each bin's accuracy to the diagonal.
         show_intervals : bool, default=None
-            Draw the per-bin Wilson intervals (``None``: for binned curves,
-            not for a CORP curve, whose consistency band is drawn instead).
+            Draw the per-bin intervals (``None``: for binned curves, not
+            for a CORP curve, whose consistency band is drawn instead).
         legend_interval : bool, default=False
             Show the confidence interval of the ECE in the legend, ``ECE =
             0.085 [0.061, 0.112]``, from
@@ -379,13 +395,21 @@ class ReliabilityFromDataMixin:
             predictions is at least 0.01).
         n_resamples : int, default=100
             Outcome resamples of the consistency band of the CORP curve (0:
-            no band).
+            no band), and row resamples of the bootstrap band (``band``).
         random_state : int, RandomState instance or None, default=0
-            Seed of the consistency band.
+            Seed of the consistency and bootstrap bands.
         show_band : bool, default=True
-            Draw the consistency band of the CORP curve.
+            Draw the consistency band of the CORP curve and the bootstrap
+            band.
         band_kwargs, overlay_kwargs : dict, default=None
-            Styles of the band and of the overlaid curves; see :meth:`plot`.
+            Styles of the bands and of the overlaid curves; see :meth:`plot`.
+        interval : {"wilson", "clopper-pearson"}, default="wilson"
+            Per-bin interval drawn (``show_intervals``); see
+            :func:`~skcalib.metrics.reliability_curve`.
+        band : {"pointwise", "simultaneous"}, default=None
+            Binned curves: a bootstrap band of the whole curve, drawn with
+            ``fill_between`` (``bootstrap_band_``); see
+            :func:`~skcalib.metrics.reliability_curve`.
         **kwargs : dict
             Keyword arguments for :meth:`matplotlib.axes.Axes.plot` drawing the
             curve.
@@ -458,5 +482,7 @@ class ReliabilityFromDataMixin:
             show_band=show_band,
             band_kwargs=band_kwargs,
             overlay_kwargs=overlay_kwargs,
+            interval=interval,
+            band=band,
             **kwargs,
         )

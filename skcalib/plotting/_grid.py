@@ -297,6 +297,9 @@ class ReliabilityGridDisplay:
         ax=None,
         n_cols=None,
         random_state=0,
+        interval="wilson",
+        band=None,
+        n_resamples=100,
         **plot_kwargs,
     ):
         """Plot one reliability diagram per class from labels and probabilities.
@@ -314,8 +317,9 @@ class ReliabilityGridDisplay:
             ``"classwise"``: the probability of the class against being of
             the class (all samples); ``"top_label"``: the confidence of the
             samples predicted as the class.
-        n_bins : int, default=15
-            Number of bins of each panel.
+        n_bins : int or {"sqrt", "sturges", "rice"}, default=15
+            Number of bins of each panel, or a rule resolved from the
+            samples of each panel's curve.
         strategy : {"uniform", "quantile", "isotonic"}, default="uniform"
             Binning of each panel; see
             :func:`~skcalib.metrics.reliability_curve`.
@@ -336,7 +340,16 @@ class ReliabilityGridDisplay:
         n_cols : int, default=None
             Columns of a new grid; ``None``: up to 3.
         random_state : int, RandomState instance or None, default=0
-            Seed of the CORP band and of the legend's ECE interval.
+            Seed of the CORP band, of the bootstrap band and of the legend's
+            ECE interval.
+        interval : {"wilson", "clopper-pearson"}, default="wilson"
+            Per-bin interval of each panel; see
+            :func:`~skcalib.metrics.reliability_curve`.
+        band : {"pointwise", "simultaneous"}, default=None
+            A bootstrap band of each panel's binned curve; see
+            :func:`~skcalib.metrics.reliability_curve`.
+        n_resamples : int, default=100
+            Resamples of the CORP consistency band and of the bootstrap band.
         **plot_kwargs : dict
             Keyword arguments of :meth:`ReliabilityDisplay.plot`.
 
@@ -404,9 +417,11 @@ class ReliabilityGridDisplay:
                 strategy=strategy,
                 sample_weight=sample_weight,
                 confidence_level=confidence_level,
-                n_resamples=100,
+                n_resamples=n_resamples,
                 random_state=random_state,
                 legend_interval=legend_interval,
+                interval=interval,
+                band=band,
             )
             displays.append(ReliabilityDisplay(**data, name=name))
         grid = cls(displays=displays, classes=chosen)

@@ -60,8 +60,9 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
 
     Per bin of predicted confidence, the observed accuracy is plotted against
     the mean confidence; a calibrated model follows the diagonal. Optionally
-    draws the gap of each bin to the diagonal, the Wilson interval of each
-    accuracy and a confidence histogram in a panel below. The legend shows the
+    draws the gap of each bin to the diagonal, the interval (Wilson or
+    Clopper-Pearson) of each accuracy, a bootstrap band of the whole curve
+    and a confidence histogram in a panel below. The legend shows the
     expected calibration error (ECE). Several displays can be overlaid on one
     axes (pass ``ax=disp.ax_``); the diagonal is drawn once per axes and their
     histograms share one panel.
@@ -90,8 +91,9 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
     edges : ndarray of shape (n_bins + 1,)
         Bin edges on ``[0, 1]``.
     lower, upper : ndarray of shape (n_bins,), default=None
-        Bounds of a confidence interval of ``prob_true`` per bin (Wilson
-        interval from :func:`~skcalib.metrics.reliability_curve`); needed for
+        Bounds of a confidence interval of ``prob_true`` per bin (the Wilson
+        or Clopper-Pearson interval of
+        :func:`~skcalib.metrics.reliability_curve`); needed for
         ``show_intervals=True``.
     ece : float, default=None
         Expected calibration error shown in the legend; ``None`` shows none.
@@ -110,7 +112,9 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
         The full output of :func:`~skcalib.metrics.reliability_curve`, kept
         for reference. A curve of ``strategy="isotonic"`` (CORP) is drawn
         as its PAV step curve (``curve_x``, ``curve_y``) with its
-        consistency band, instead of one marker per bin.
+        consistency band, instead of one marker per bin; a binned curve
+        with a bootstrap band (``band_lower``, ``band_upper``) gets it
+        drawn behind its markers.
     mcb : float, default=None
         CORP miscalibration (Brier MCB, :func:`~skcalib.metrics.corp_decomposition`)
         of the isotonic curve (``curve`` or ``isotonic_curve``), shown in
@@ -148,6 +152,10 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
     band_ : matplotlib.collections.PolyCollection or None
         The consistency band of the CORP curve, when it has one and
         ``show_band=True``.
+    bootstrap_band_ : matplotlib.collections.PolyCollection or None
+        The bootstrap band of a binned ``curve`` (``band=`` of
+        :meth:`from_predictions`), drawn at the bins' mean confidence, when
+        it has one and ``show_band=True``.
     smooth_line_ : matplotlib.lines.Line2D or None
         The smoothed curve, when ``smooth_curve`` is given.
 
@@ -160,7 +168,8 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
 
     Notes
     -----
-    **Defaults.** The per-bin Wilson intervals are drawn (a bin of ten
+    **Defaults.** The per-bin intervals (Wilson unless
+    ``interval="clopper-pearson"``) are drawn (a bin of ten
     samples has an interval about 0.5 wide: its zigzag is noise, not
     miscalibration); ``show_intervals=False`` turns them off. A binary
     problem draws the positive class on ``[0, 1]``, as
@@ -325,10 +334,11 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
         interval_kwargs : dict, default=None
             Keyword arguments for :meth:`matplotlib.axes.Axes.errorbar`.
         show_band : bool, default=True
-            Draw the consistency band of the CORP curve, when it has one.
+            Draw the consistency band of the CORP curve, and the bootstrap
+            band of a binned ``curve``, when they have one.
         band_kwargs : dict, default=None
             Keyword arguments for :meth:`matplotlib.axes.Axes.fill_between`
-            drawing the band (defaults: the curve's colour, ``alpha=0.15``).
+            drawing the bands (defaults: the curve's colour, ``alpha=0.15``).
         overlay_kwargs : dict, default=None
             Keyword arguments for :meth:`matplotlib.axes.Axes.plot` drawing
             the overlaid CORP and smoothed curves.
@@ -342,7 +352,8 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
         display : ReliabilityDisplay
             ``self``, with the artists stored in ``line_``, ``ax_``,
             ``figure_``, ``gaps_``, ``intervals_``, ``hist_``, ``ax_hist_``,
-            ``isotonic_line_``, ``band_`` and ``smooth_line_``.
+            ``isotonic_line_``, ``band_``, ``bootstrap_band_`` and
+            ``smooth_line_``.
 
         See Also
         --------
@@ -443,7 +454,9 @@ class ReliabilityDisplay(ReliabilityFromDataMixin):
         corp_main = _is_isotonic(self.curve)
         iso = self.curve if corp_main else self.isotonic_curve
         self.isotonic_line_ = self.line_ if corp_main else None
-        self.band_ = self.smooth_line_ = None
+        self.band_ = self.smooth_line_ = self.bootstrap_band_ = None
+        if not corp_main and self.curve is not None and show_band:
+            self.bootstrap_band_ = draw_band(ax, self.curve, color, band_kwargs)
         if iso is not None and not corp_main:
             label = legend_label(_suffixed(name, "CORP"), self.mcb, "MCB")
             self.isotonic_line_ = draw_step_curve(
