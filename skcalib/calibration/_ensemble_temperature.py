@@ -145,12 +145,18 @@ class EnsembleTemperatureCalibrator(BaseCalibrator):
     classes : array-like of shape (n_classes,), default=None
         Raw-score mode: the class of each score column, so that ``y`` may
         miss classes (:ref:`absent_classes`); None: the sorted labels of ``y``.
-    loss : {"brier", "log_loss"}, default="brier"
-        The loss the weights minimise on the calibration data. ``"brier"``
-        (the default) is the paper's: the squared error of the mixed
-        probabilities (the authors' code minimises it divided by ``K``,
-        the same minimiser). ``"log_loss"``: the negative log-likelihood,
-        the authors' alternative.
+    loss : {"log_loss", "brier"}, default="log_loss"
+        The loss the weights minimise on the calibration data.
+        ``"log_loss"`` (the default): the negative log-likelihood, the
+        authors' alternative. ``"brier"``: the paper's choice, the squared
+        error of the mixed probabilities (the authors' code minimises it
+        divided by ``K``, the same minimiser). The default is not the
+        paper's because held-out log-loss is what this library's defaults
+        are chosen on: on CIFAR-100 WideResNet-16-4 (5000 rows to fit, 5000
+        to score) the Brier-fitted mix scored 0.9719, worse than the
+        uncalibrated 0.9576, and the log-loss mix 0.9507 (temperature
+        scaling: 0.9509); the Brier mix had the lower ECE there (0.0327
+        against 0.0425).
     max_iter : int, default=100
         Iterations of the temperature solver (and of SLSQP for
         ``loss="log_loss"``).
@@ -243,7 +249,7 @@ class EnsembleTemperatureCalibrator(BaseCalibrator):
 
     _parameter_constraints: dict = {
         **BaseCalibrator._parameter_constraints,
-        "loss": [StrOptions({"brier", "log_loss"})],
+        "loss": [StrOptions({"log_loss", "brier"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
     }
@@ -255,7 +261,7 @@ class EnsembleTemperatureCalibrator(BaseCalibrator):
         score_type="auto",
         response_method="auto",
         classes=None,
-        loss="brier",
+        loss="log_loss",
         max_iter=100,
         tol=1e-8,
     ):

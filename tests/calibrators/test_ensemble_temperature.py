@@ -93,7 +93,7 @@ def test_matches_the_slow_procedure(loss, seed):
 
 def test_weights_on_the_simplex_and_better_than_each_vertex():
     z, y = _noisy_logits(n=2000, seed=2, noise=0.3)
-    ets = EnsembleTemperatureCalibrator().fit(z, y)
+    ets = EnsembleTemperatureCalibrator(loss="brier").fit(z, y)
     assert ets.weights_.shape == (3,)
     assert np.all(ets.weights_ >= 0) and ets.weights_.sum() == pytest.approx(1.0)
     assert ets.weights_[2] > 0.05  # the label noise is uniform
@@ -133,8 +133,12 @@ def test_well_specified_temperature_gets_almost_all_the_weight():
 def test_temperature_one_ties_go_to_the_first_component():
     # constant rows: T = 1, every component is uniform; the mix is (1, 0, 0)
     y = np.array([0, 1, 2, 0, 1, 2])
-    ets = EnsembleTemperatureCalibrator(score_type="logit").fit(np.zeros((6, 3)), y)
+    z = np.zeros((6, 3))
+    ets = EnsembleTemperatureCalibrator(score_type="logit", loss="brier").fit(z, y)
     np.testing.assert_array_equal(ets.weights_, [1.0, 0.0, 0.0])
+    # the log loss is flat too; whatever mix SLSQP returns predicts 1/3
+    ets = EnsembleTemperatureCalibrator(score_type="logit").fit(z, y)
+    np.testing.assert_allclose(ets.predict_proba(z), 1 / 3, rtol=1e-12)
 
 
 def test_weight_two_is_a_duplicated_row():
