@@ -1,15 +1,23 @@
-"""Discovery of every public calibrator and metric, for the property tests.
+"""Discovery of every public estimator, calibrator, metric and scorer.
 
-Nothing here is a hand list of methods: calibrators are the classes of
-``skcalib.__all__`` that are calibrators (subclasses of
-:class:`skcalib._base.BaseCalibrator`, or estimators with ``predict_proba``);
-metrics are the functions of ``skcalib.metrics.__all__`` whose first two
-parameters are ``(y_true, y_proba)``. The only choices made here are how to
-build an instance that can be fitted on generated data (a small
-``LogisticRegression`` where an estimator is needed, 3 splits where ``cv``
-splits, a fixed ``random_state``) and which parameter options also get a
-configuration of their own (every option of ``strategy`` and ``method``: the
-bin edges and nonconformity scores are where the data decide things).
+The one place the tests read ``__all__`` to find what is public
+(:func:`public_members`); test modules ask here instead of reading it
+themselves, so that every test sees the same public objects. (Tests of
+``__all__`` itself, that it is sorted or complete, read it directly.)
+
+Nothing here is a hand list of methods: estimators are the
+``BaseEstimator`` classes of ``skcalib.__all__``; calibrators are those that
+are calibrators (subclasses of :class:`skcalib._base.BaseCalibrator`, or
+estimators with ``predict_proba``); metrics are the functions of
+``skcalib.metrics.__all__`` read by their first parameters: ``(y_true,
+y_proba)`` (probability metrics), ``y_sets`` among the first two (set
+metrics) or a member stack first (ensemble metrics). The only choices made
+here are how to build an instance that can be fitted on generated data (a
+small ``LogisticRegression`` where an estimator is needed, 3 splits where
+``cv`` splits, a fixed ``random_state``) and which parameter options also
+get a configuration of their own (every option of ``strategy`` and
+``method``: the bin edges and nonconformity scores are where the data
+decide things).
 """
 
 import inspect
@@ -29,29 +37,94 @@ from skcalib._base import BaseCalibrator
 VARIED_OPTIONS = ("strategy", "method")
 
 
+def public_members(module):
+    """``(name, object)`` of each name of ``module.__all__``, in its order."""
+    return [(name, getattr(module, name)) for name in module.__all__]
+
+
+def public_classes(module, base=object):
+    """The classes of ``module.__all__`` that subclass ``base``."""
+    return [
+        obj
+        for _, obj in public_members(module)
+        if inspect.isclass(obj) and issubclass(obj, base)
+    ]
+
+
+def public_functions(module):
+    """The functions of ``module.__all__`` (not classes, not instances such
+    as the ready-made scorers)."""
+    return [obj for _, obj in public_members(module) if inspect.isfunction(obj)]
+
+
+def estimator_classes():
+    """Every public estimator class of ``skcalib.__all__`` (a
+    ``BaseEstimator``)."""
+    return public_classes(skcalib, BaseEstimator)
+
+
+def score_calibrator_classes():
+    """Every public calibrator of scores: the subclasses of
+    :class:`skcalib._base.BaseCalibrator` in ``skcalib.__all__`` (not the
+    meta-estimators that fit their own classifier)."""
+    return public_classes(skcalib, BaseCalibrator)
+
+
 def calibrator_classes():
     """Every public calibrator class of ``skcalib.__all__``."""
-    found = []
-    for name in skcalib.__all__:
-        obj = getattr(skcalib, name)
-        if not inspect.isclass(obj) or not issubclass(obj, BaseEstimator):
-            continue
-        if issubclass(obj, BaseCalibrator) or hasattr(obj, "predict_proba"):
-            found.append(obj)
-    return found
+    return [
+        cls
+        for cls in estimator_classes()
+        if issubclass(cls, BaseCalibrator) or hasattr(cls, "predict_proba")
+    ]
+
+
+def _first_params(func, n=2):
+    return list(inspect.signature(func).parameters)[:n]
 
 
 def metric_functions():
     """Every public function of ``skcalib.metrics`` taking ``(y_true, y_proba)``."""
-    found = []
-    for name in skcalib.metrics.__all__:
-        obj = getattr(skcalib.metrics, name)
-        if not inspect.isfunction(obj):
-            continue  # classes (result types, the accumulator) and scorers
-        params = list(inspect.signature(obj).parameters)
-        if params[:2] == ["y_true", "y_proba"]:
-            found.append(obj)
-    return found
+    return [
+        f
+        for f in public_functions(skcalib.metrics)
+        if _first_params(f) == ["y_true", "y_proba"]
+    ]
+
+
+def set_metric_functions():
+    """Every public function of ``skcalib.metrics`` of prediction sets:
+    ``f(y_true, y_sets)`` or ``f(y_sets)``."""
+    return [
+        f for f in public_functions(skcalib.metrics) if "y_sets" in _first_params(f)
+    ]
+
+
+def member_metric_functions():
+    """Every public function of ``skcalib.metrics`` of a stack of ensemble
+    members (first parameter ``member_proba`` or ``member_scores``)."""
+    return [
+        f
+        for f in public_functions(skcalib.metrics)
+        if _first_params(f, 1) in (["member_proba"], ["member_scores"])
+    ]
+
+
+def every_metric_function():
+    """The metrics of probabilities, of sets and of member stacks."""
+    return metric_functions() + set_metric_functions() + member_metric_functions()
+
+
+def scorer_names():
+    """skcalib's own scorer names (``get_scorer_names`` also lists
+    scikit-learn's): those whose scorer is a
+    :class:`skcalib.metrics.ProbaScorer`."""
+    M = skcalib.metrics
+    return [
+        name
+        for name in M.get_scorer_names()
+        if isinstance(M.get_scorer(name), M.ProbaScorer)
+    ]
 
 
 def takes_features(cls):

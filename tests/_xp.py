@@ -95,3 +95,35 @@ def same_namespace(array, xp):
     """Whether ``array`` is an array of ``xp`` (torch: a Tensor)."""
     module = type(array).__module__.partition(".")[0]
     return module == xp.__name__.partition(".")[0]
+
+
+def assert_result_follows(actual, expected, xp, dtype_name, what=""):
+    """The rule for a metric's result from namespace inputs, against its
+    result from the same numpy inputs: numeric arrays are arrays of ``xp``
+    within :data:`TOLERANCE` of numpy's; scalars are Python floats within
+    it; result dataclasses and tuples follow the rule field by field.
+    Other scalars (strings, ``None``, integers such as ``class_index``) and
+    label arrays (object, string: labels stay host values) are not
+    compared."""
+    import dataclasses
+
+    if isinstance(expected, np.ndarray):
+        if expected.dtype.kind in "OUS":
+            return
+        assert same_namespace(actual, xp), f"{what}: {type(actual)}"
+        assert_close(actual, expected, dtype_name, what)
+    elif isinstance(expected, (float, np.floating)):
+        assert isinstance(actual, float), f"{what}: {type(actual)}"
+        assert_close(actual, expected, dtype_name, what)
+    elif dataclasses.is_dataclass(expected):
+        for field in dataclasses.fields(expected):
+            assert_result_follows(
+                getattr(actual, field.name),
+                getattr(expected, field.name),
+                xp,
+                dtype_name,
+                f"{what}.{field.name}",
+            )
+    elif isinstance(expected, tuple):
+        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            assert_result_follows(a, e, xp, dtype_name, f"{what}[{i}]")

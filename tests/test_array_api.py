@@ -1,21 +1,22 @@
 """Array-API inputs (torch, array-api-strict; CUDA where present) through
-every public estimator and every metric, with ``array_api_dispatch=True``.
+every public estimator and every scorer, with ``array_api_dispatch=True``.
 
-Every estimator of ``skcalib.__all__`` and every metric of
-``skcalib.metrics.__all__`` is discovered, not hand-listed: a new one is
-tested as soon as it is public. Each gives, from namespace inputs, results in
-the input's namespace (and device) equal to its numpy results within
+Every public estimator and skcalib scorer is discovered
+(``tests/_discovery.py``), not hand-listed: a new one is tested as soon as
+it is public. Each gives, from namespace inputs, results in the input's
+namespace (and device) equal to its numpy results within
 ``_xp.TOLERANCE``, and its fitted array attributes live in the input's
 namespace. scikit-learn's own ``check_array_api_input`` runs on every
-calibrator that wraps a classifier.
+calibrator that wraps a classifier. The metrics follow the same rule
+(``_xp.assert_result_follows``) as an axis of the metric registry:
+``test_array_api_agrees_with_numpy`` in ``tests/metrics/test_common.py``.
 """
 
-import dataclasses
-import inspect
 import warnings
 
 import numpy as np
 import pytest
+from _discovery import estimator_classes, scorer_names
 from _xp import (
     CASES,
     assert_close,
@@ -27,19 +28,14 @@ from _xp import (
     to_xp,
 )
 from sklearn import config_context
-from sklearn.base import BaseEstimator, clone
+from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 
 import skcalib
 import skcalib.metrics
 
-ESTIMATORS = [
-    getattr(skcalib, name)()
-    for name in skcalib.__all__
-    if inspect.isclass(getattr(skcalib, name))
-    and issubclass(getattr(skcalib, name), BaseEstimator)
-]
+ESTIMATORS = [cls() for cls in estimator_classes()]
 
 
 def _name(obj):
@@ -121,110 +117,9 @@ def test_without_dispatch_nothing_changes():
     )
 
 
-# ---------------------------------------------------------------- metrics
-def _sets(y_proba):
-    return y_proba >= 0.2
-
-
-def _member_stack(y_proba):
-    """Two ensemble members: the probabilities and their rows reversed."""
-    from sklearn.externals import array_api_compat
-
-    xp = array_api_compat.array_namespace(y_proba)
-    return xp.stack([y_proba, xp.flip(y_proba, axis=0)])
-
-
-#: Metrics whose arguments are not ``(y_true, y_proba)``: name -> a function
-#: of ``(y, proba)`` giving ``(args, kwargs)``; a new metric with other
-#: arguments must be registered here (the test says so).
-CALLS = {
-    "set_coverage_score": lambda y, p: ((y, _sets(p)), {}),
-    "mean_set_size": lambda y, p: ((_sets(p),), {}),
-    "classwise_set_coverage": lambda y, p: ((y, _sets(p)), {}),
-    "size_stratified_coverage": lambda y, p: ((y, _sets(p)), {}),
-    "size_stratified_coverage_score": lambda y, p: ((y, _sets(p)), {}),
-    "calibration_error_interval": lambda y, p: ((y, p), {"random_state": 0}),
-    "uncertainty_decomposition": lambda y, p: ((_member_stack(p),), {"member_axis": 0}),
-    "ensemble_proba": lambda y, p: ((_member_stack(p),), {"member_axis": 0}),
-}
-
-#: Public callables of skcalib.metrics that are not metrics of arrays.
-NOT_METRICS = {
-    "get_scorer",
-    "get_scorer_names",
-    "make_proba_scorer",
-    "register_scorers",
-    "unregister_scorers",
-}
-
-
-def _metric_names():
-    names = []
-    for name in skcalib.metrics.__all__:
-        obj = getattr(skcalib.metrics, name)
-        if name in NOT_METRICS or inspect.isclass(obj) or not callable(obj):
-            continue
-        if not inspect.isfunction(inspect.unwrap(obj)):
-            continue  # ready-made scorer objects: test_scorers_...
-        names.append(name)
-    return names
-
-
-def _call(name, y, proba):
-    func = getattr(skcalib.metrics, name)
-    if name in CALLS:
-        args, kwargs = CALLS[name](y, proba)
-    else:
-        params = list(inspect.signature(func).parameters)
-        assert params[:2] == ["y_true", "y_proba"], (
-            f"{name} takes {params[:2]}: register how to call it in CALLS"
-        )
-        args, kwargs = (y, proba), {}
-    return _quiet(func, *args, **kwargs)
-
-
-def _compare(actual, expected, xp, dtype_name, what):
-    if isinstance(expected, np.ndarray):
-        if expected.dtype.kind in "OUS":
-            return
-        assert same_namespace(actual, xp), what
-        assert_close(actual, expected, dtype_name, what)
-    elif isinstance(expected, (float, np.floating)):
-        assert isinstance(actual, float), f"{what}: {type(actual)}"
-        assert_close(actual, expected, dtype_name, what)
-    elif dataclasses.is_dataclass(expected):
-        for field in dataclasses.fields(expected):
-            _compare(
-                getattr(actual, field.name),
-                getattr(expected, field.name),
-                xp,
-                dtype_name,
-                f"{what}.{field.name}",
-            )
-    elif isinstance(expected, tuple):
-        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
-            _compare(a, e, xp, dtype_name, f"{what}[{i}]")
-
-
-@pytest.mark.parametrize("case", CASES, ids=case_id)
-@pytest.mark.parametrize("name", _metric_names())
-def test_metric_follows_the_input_namespace(name, case):
-    xp, device, dtype = namespace_for(case)
-    logits, y = _logits(n=500)
-    proba = skcalib.TemperatureCalibrator().fit(logits, y).predict_proba(logits)
-    proba = proba.astype(case[2])
-    expected = _call(name, y, proba)
-    with config_context(array_api_dispatch=True):
-        actual = _call(name, to_xp(y, xp, device), to_xp(proba, xp, device, dtype))
-    _compare(actual, expected, xp, case[2], name)
-
-
+# ---------------------------------------------------------------- scorers
 #: skcalib's own scorers (get_scorer_names also lists scikit-learn's)
-SCORERS = [
-    name
-    for name in skcalib.metrics.get_scorer_names()
-    if isinstance(skcalib.metrics.get_scorer(name), skcalib.metrics.ProbaScorer)
-]
+SCORERS = scorer_names()
 
 
 @pytest.mark.parametrize("case", CASES[:4], ids=case_id)

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from _data import binary_logits, classification_split, multiclass_logits
+from _discovery import score_calibrator_classes
 from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
@@ -12,14 +13,12 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils._param_validation import InvalidParameterError
 
-import skcalib
 from skcalib import (
     HistogramBinningCalibrator,
     IsotonicCalibrator,
     PlattCalibrator,
     TemperatureCalibrator,
 )
-from skcalib._base import BaseCalibrator
 
 CALIBRATORS = [
     PlattCalibrator,
@@ -225,12 +224,7 @@ def test_pipeline_sees_transformed_scores_and_set_output():
 #: Every public calibrator of the shared base (raw-score mode by default).
 EVERY = pytest.mark.parametrize(
     "cls",
-    [
-        getattr(skcalib, name)
-        for name in skcalib.__all__
-        if isinstance(getattr(skcalib, name), type)
-        and issubclass(getattr(skcalib, name), BaseCalibrator)
-    ],
+    score_calibrator_classes(),
     ids=lambda c: c.__name__,
 )
 

@@ -370,16 +370,12 @@ def test_cold_start_calls_every_public_metric_as_it_runs():
     # inputs; a call that raises shows an error in the table instead of a
     # time (ensemble_proba and uncertainty_decomposition did: a member stack
     # must name its member_axis).
-    import inspect
+    from _discovery import every_metric_function
 
     import skcalib.metrics
     from benchmarks.bench_cold_start import DATA, METRICS
 
-    public = {
-        name
-        for name in skcalib.metrics.__all__
-        if inspect.isfunction(getattr(skcalib.metrics, name)) and "scorer" not in name
-    }
+    public = {f.__name__ for f in every_metric_function()}
     assert set(METRICS) == public
     data = {"n": 300, "k": 4, "dtype": "float64"}
     exec(DATA, data)
@@ -391,16 +387,12 @@ def test_cold_start_calls_every_public_metric_as_it_runs():
 def test_cold_start_builds_every_public_calibrator():
     # The full run times fit + predict_proba of each name in CALIBRATORS on
     # probabilities P (CalibratedClassifier: a naive Bayes on logits Z).
+    from _discovery import score_calibrator_classes
+
     import skcalib
     from benchmarks.bench_cold_start import CALIBRATORS, DATA
-    from skcalib._base import BaseCalibrator
 
-    public = {
-        name
-        for name in skcalib.__all__
-        if isinstance(getattr(skcalib, name), type)
-        and issubclass(getattr(skcalib, name), BaseCalibrator)
-    }
+    public = {cls.__name__ for cls in score_calibrator_classes()}
     assert set(CALIBRATORS) == public | {"CalibratedClassifier"}
     data = {"n": 300, "k": 4, "dtype": "float64"}
     exec(DATA, data)

@@ -1,13 +1,12 @@
 """sklearn's common estimator checks on every public skcalib estimator.
 
-Estimators are discovered from ``skcalib.__all__`` (every public class that
-is a BaseEstimator), not hand-listed.
+Estimators are discovered by ``tests/_discovery.py`` (every public class of
+``skcalib.__all__`` that is a BaseEstimator), not hand-listed.
 """
 
-import inspect
-
 import pytest
-from sklearn.base import BaseEstimator, clone
+from _discovery import estimator_classes
+from sklearn.base import clone
 from sklearn.utils import estimator_checks
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -47,16 +46,7 @@ RAW_SCORE_XFAILS = {
 }
 
 
-def _public_estimators():
-    found = []
-    for name in getattr(skcalib, "__all__", []):
-        obj = getattr(skcalib, name)
-        if inspect.isclass(obj) and issubclass(obj, BaseEstimator):
-            found.append(obj)
-    return found
-
-
-ESTIMATORS = [cls() for cls in _public_estimators()]
+ESTIMATORS = [cls() for cls in estimator_classes()]
 
 
 #: These checks feed ``X`` uniform in [0, 1] with one column per class but rows

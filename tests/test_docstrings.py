@@ -1,11 +1,11 @@
 """numpydoc validation of every public docstring.
 
-Objects are discovered from the ``__all__`` of ``skcalib``,
-``skcalib.metrics``, ``skcalib.plotting`` and ``skcalib.datasets``, with the
-public methods and properties that skcalib defines on each public class
-(each function once, under the first public path that reaches it). Scorer
-instances carry their class' docstring and are checked through
-``ProbaScorer``.
+Objects are discovered (``tests/_discovery.py``) from the ``__all__`` of
+``skcalib``, ``skcalib.metrics``, ``skcalib.plotting`` and
+``skcalib.datasets``, with the public methods and properties that skcalib
+defines on each public class (each function once, under the first public
+path that reaches it). Scorer instances carry their class' docstring and
+are checked through ``ProbaScorer``.
 
 The checks (numpydoc codes): GL08 docstring present; PR01 every parameter
 documented, PR02 no documented parameter missing from the signature; RT01
@@ -21,6 +21,7 @@ import importlib
 import inspect
 
 import pytest
+from _discovery import public_members
 
 numpydoc_validate = pytest.importorskip("numpydoc.validate")
 from numpydoc.docscrape import ClassDoc  # noqa: E402
@@ -68,8 +69,7 @@ def public_objects():
 
     for module_name in MODULES:
         module = importlib.import_module(module_name)
-        for name in module.__all__:
-            obj = getattr(module, name)
+        for name, obj in public_members(module):
             if not (inspect.isclass(obj) or inspect.isfunction(obj)):
                 continue  # __version__, scorer instances (ProbaScorer's doc)
             add(f"{module_name}.{name}", obj, False)

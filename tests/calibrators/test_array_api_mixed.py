@@ -1,7 +1,7 @@
 """Fitted in one array namespace, called in another (issue 30, item 5).
 
-The rule, the same for every public estimator (discovered from
-``skcalib.__all__``): a call computes where its input is. With
+The rule, the same for every public estimator (discovered by
+``tests/_discovery.py``): a call computes where its input is. With
 ``array_api_dispatch=True`` and ``X`` of another array-API library, the
 result is in ``X``'s namespace (the fitted arrays are brought there for the
 call); otherwise (numpy ``X``, or dispatch off) the result is numpy, computed
@@ -17,23 +17,18 @@ dispatch) raised ``TypeError: object of type 'Array' has no len()`` in 17 of
 20 estimators.
 """
 
-import inspect
 import warnings
 
 import numpy as np
 import pytest
+from _discovery import estimator_classes
 from _xp import dispatch_reason, to_np
 from sklearn import config_context
-from sklearn.base import BaseEstimator, clone
+from sklearn.base import clone
 
 import skcalib
 
-ESTIMATORS = [
-    getattr(skcalib, name)()
-    for name in skcalib.__all__
-    if inspect.isclass(getattr(skcalib, name))
-    and issubclass(getattr(skcalib, name), BaseEstimator)
-]
+ESTIMATORS = [cls() for cls in estimator_classes()]
 
 #: (namespace of fit, namespace of the call)
 PAIRS = [

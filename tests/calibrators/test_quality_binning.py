@@ -5,10 +5,10 @@ import warnings
 
 import numpy as np
 import pytest
+from _discovery import estimator_classes
 from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.utils._param_validation import StrOptions
 
-import skcalib
 from skcalib import HistogramBinningCalibrator, ScalingBinningCalibrator
 from skcalib.calibration._one_vs_rest import share_rest
 from skcalib.metrics import negative_log_likelihood, nll_scorer
@@ -17,13 +17,12 @@ from skcalib.metrics import negative_log_likelihood, nll_scorer
 def _top_label_calibrators():
     """Every public calibrator with a parameter that accepts "top_label"."""
     found = []
-    for name in skcalib.__all__:
-        cls = getattr(skcalib, name)
+    for cls in estimator_classes():
         for param, options in getattr(cls, "_parameter_constraints", {}).items():
             if any(
                 isinstance(o, StrOptions) and "top_label" in o.options for o in options
             ):
-                found.append(pytest.param(cls, param, id=name))
+                found.append(pytest.param(cls, param, id=cls.__name__))
     return found
 
 

@@ -98,7 +98,7 @@ def _random_proba(n, k, rng, ties=False):
 
 
 # --------------------------------------------------------- sklearn conventions
-# The default instance runs in test_common.py (discovered from skcalib.__all__);
+# The default instance runs in test_common.py (tests/_discovery.py finds it);
 # these are the settings that take other code paths.
 @parametrize_with_checks(
     [

@@ -1,10 +1,10 @@
 """Bayes decisions from probabilities and a cost matrix (skcalib.decision)."""
 
-import inspect
 import pickle
 
 import numpy as np
 import pytest
+from _discovery import score_calibrator_classes
 from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.frozen import FrozenEstimator
@@ -15,7 +15,6 @@ from sklearn.pipeline import make_pipeline
 from sklearn.utils import estimator_checks
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import skcalib
 from skcalib import (
     BayesDecisionClassifier,
     CalibratedClassifier,
@@ -23,7 +22,6 @@ from skcalib import (
     IsotonicCalibrator,
     TemperatureCalibrator,
 )
-from skcalib._base import BaseCalibrator
 from skcalib.decision import bayes_decisions, expected_cost
 
 #: Three rows and a cost matrix (rows: true class, columns: action) whose
@@ -264,16 +262,7 @@ def test_classifier_after_a_calibrator_and_in_a_pipeline():
     )
 
 
-def _raw_calibrators():
-    out = []
-    for name in skcalib.__all__:
-        obj = getattr(skcalib, name)
-        if inspect.isclass(obj) and issubclass(obj, BaseCalibrator):
-            out.append(obj)
-    return out
-
-
-@pytest.mark.parametrize("cls", _raw_calibrators(), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", score_calibrator_classes(), ids=lambda c: c.__name__)
 def test_after_every_calibrator_in_a_pipeline(cls):
     """Raw logits -> any calibrator -> Bayes decisions, with string labels."""
     X, y = _multiclass(900, seed=1)

@@ -2,14 +2,21 @@
 ``sklearn/metrics/tests/test_common.py``: a registry of the metrics (with
 the options that change what they compute) crossed with the invariances that
 every one of them promises, and with the agreement of the backends that
-each supports (numpy, Dask arrays, :class:`~skcalib.metrics.CalibrationAccumulator`).
+each supports (numpy, Dask arrays, :class:`~skcalib.metrics.CalibrationAccumulator`,
+and the array-API namespaces of ``tests/_xp.py``: array-api-strict and
+torch, CPU and CUDA, float64 and float32, as scikit-learn's
+``test_array_api_compliance`` crosses its metrics with
+``yield_namespace_device_dtype_combinations``).
 
 Support is read from the code, not listed: a metric supports Dask when it
 does not raise the documented ``TypeError`` ("needs in-memory arrays") on
 Dask input, and the accumulator when it has a method of the metric's name
 taking the registry entry's options (uniform bins only: the accumulator
-sums into fixed edges). The randomised versions of the permutation and
-weight invariances are in ``tests/test_properties.py``.
+sums into fixed edges). Every entry takes array-API inputs (its result in
+the input's namespace, as ``_xp.assert_result_follows`` says) but those of
+:data:`ARRAY_API_UNSUPPORTED`, each listed with its reason. The randomised
+versions of the permutation and weight invariances are in
+``tests/test_properties.py``.
 """
 
 import dataclasses
@@ -19,7 +26,13 @@ from functools import partial
 
 import numpy as np
 import pytest
-from _discovery import metric_functions
+from _discovery import (
+    every_metric_function,
+    member_metric_functions,
+    public_functions,
+)
+from _xp import CASES, assert_result_follows, case_id, namespace_for, to_xp
+from sklearn import config_context
 
 import skcalib.metrics as M
 
@@ -120,6 +133,19 @@ SET_METRICS = {
     "mean_set_size": (M.mean_set_size, False),
     "size_stratified_coverage": (M.size_stratified_coverage, True),
     "size_stratified_coverage_score": (M.size_stratified_coverage_score, True),
+}
+#: Metrics of a stack of ensemble members: ``f(stack, **options)``.
+MEMBER_METRICS = {
+    "uncertainty_decomposition": (M.uncertainty_decomposition, {"member_axis": 0}),
+    "ensemble_proba": (M.ensemble_proba, {"member_axis": 0}),
+}
+#: Public functions of skcalib.metrics that are not metrics of arrays.
+NOT_METRICS = {
+    "get_scorer",
+    "get_scorer_names",
+    "make_proba_scorer",
+    "register_scorers",
+    "unregister_scorers",
 }
 
 #: Result fields that count rows, not weight, by their documentation
@@ -439,15 +465,87 @@ def test_set_metric_dask_agrees_with_numpy(name):
     assert_same_result(a, b, "dask")
 
 
+# ---------------------------------------------------------------- array API
+#: Registry entries that take no array-API input, with the reason. None:
+#: every metric either computes its totals on the device
+#: (:mod:`skcalib.metrics._xp_metrics`) or moves its inputs to the host once
+#: (``skcalib._core.xp.host_array_api``), and gives its result back in the
+#: input's namespace.
+ARRAY_API_UNSUPPORTED = {}
+
+ARRAY_API_ENTRIES = sorted(PROBA_METRICS) + sorted(SET_METRICS) + sorted(MEMBER_METRICS)
+
+
+def _registry_func(name):
+    for registry in (PROBA_METRICS, SET_METRICS, MEMBER_METRICS):
+        if name in registry:
+            return registry[name][0]
+    raise KeyError(name)
+
+
+def _array_api_args(name, y, P):
+    """The positional arrays of entry ``name`` on the data ``(y, P)``."""
+    if name in SET_METRICS:
+        return y, P > 0.2  # _call_set drops y where the metric takes none
+    if name in MEMBER_METRICS:
+        return (np.stack([P, P[::-1]]),)  # two members: P and its rows reversed
+    return y, P
+
+
+def _call_entry(name, *args, **kw):
+    if name in SET_METRICS:
+        return _call_set(name, *args, **kw)
+    if name in MEMBER_METRICS:
+        func, options = MEMBER_METRICS[name]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return func(*args, **options, **kw)
+    return _call(name, *args, **kw)
+
+
+def _takes_weights(name):
+    params = inspect.signature(_registry_func(name)).parameters
+    return "sample_weight" in params and name not in NO_WEIGHTS
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+@pytest.mark.parametrize("name", ARRAY_API_ENTRIES)
+def test_array_api_agrees_with_numpy(name, case):
+    """Namespace inputs give numpy's result (``_xp.TOLERANCE`` by dtype) in
+    the input's namespace, unweighted and, where the metric takes weights,
+    weighted (the weights in the dtype of the probabilities)."""
+    if name in ARRAY_API_UNSUPPORTED:
+        pytest.skip(f"{name}: {ARRAY_API_UNSUPPORTED[name]}")
+    xp, device, dtype = namespace_for(case)
+    y, P = _data_for(name)
+    args = _array_api_args(name, y, P.astype(case[2]))
+    w = np.random.default_rng(9).uniform(0.5, 2.0, y.size).astype(case[2])
+    for weights in (None, w) if _takes_weights(name) else (None,):
+        kw = {} if weights is None else {"sample_weight": weights}
+        expected = _call_entry(name, *args, **kw)
+        xp_args = [to_xp(a, xp, device, dtype) for a in args]
+        xp_kw = {k: to_xp(v, xp, device, dtype) for k, v in kw.items()}
+        with config_context(array_api_dispatch=True):
+            actual = _call_entry(name, *xp_args, **xp_kw)
+        what = f"{name}, {'weighted' if kw else 'unweighted'}"
+        assert_result_follows(actual, expected, xp, case[2], what)
+
+
 # ------------------------------------------------------------- completeness
 def test_registry_covers_every_public_metric():
     registered = {f for f, _ in PROBA_METRICS.values()}
     registered |= {f for f, _ in SET_METRICS.values()}
-    discovered = set(metric_functions()) | {
-        getattr(M, n)
-        for n in M.__all__
-        if inspect.isfunction(getattr(M, n))
-        and "y_sets" in list(inspect.signature(getattr(M, n)).parameters)[:2]
-    }
+    registered |= {f for f, _ in MEMBER_METRICS.values()}
+    discovered = set(every_metric_function())
     assert discovered - registered == set()
     assert {M.set_coverage_score, M.classwise_set_coverage} <= discovered
+    members = {M.uncertainty_decomposition, M.ensemble_proba}
+    assert set(member_metric_functions()) == members
+
+
+def test_every_public_function_is_a_discovered_metric_or_a_scorer_tool():
+    """A new metric whose arguments are none of the three kinds would be
+    missed by the discovery: it must be seen here, not skipped."""
+    metrics = {f.__name__ for f in every_metric_function()}
+    public = {f.__name__ for f in public_functions(M)}
+    assert public - metrics == NOT_METRICS

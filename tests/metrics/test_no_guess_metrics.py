@@ -5,10 +5,9 @@ Every reference value is computed here by an obvious formula (or by
 scikit-learn), never frozen from the code under test.
 """
 
-import inspect
-
 import numpy as np
 import pytest
+from _discovery import metric_functions
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
@@ -31,13 +30,7 @@ from skcalib.metrics import (
 )
 
 #: Every public metric of (y_true, y_proba), found by discovery.
-METRICS = [
-    getattr(M, name)
-    for name in M.__all__
-    if inspect.isfunction(getattr(M, name))
-    and list(inspect.signature(getattr(M, name)).parameters)[:2]
-    == ["y_true", "y_proba"]
-]
+METRICS = metric_functions()
 #: Those returning a float (the interval has its own tests).
 SCALAR_METRICS = [
     expected_calibration_error,
