@@ -18,6 +18,7 @@ from skcalib._core.solvers.temperature import (
     _newton_temperature,
     _temperature_terms,
     fit_temperature,
+    moderate_scale,
     temperature_bounds,
 )
 from skcalib._core.xp.scores import softmax as xp_softmax
@@ -262,7 +263,7 @@ class TemperatureCalibrator(BaseCalibrator):
             self.max_iter,
             self.tol,
             bounds,
-            coarse_first=start is not None and 2.0**-60 <= scale <= 2.0**60,
+            coarse_first=start is not None and moderate_scale(scale),
         )
         self._set_temperature(float(np.exp(-u)) * scale, n_iter, status)
 

@@ -249,6 +249,10 @@ def fit_temperature(
     stopping rule use float64 passes): the full data are then read about
     three times (the row maxima, a float32 and a float64 Newton pass).
 
+    The fit is :func:`solve_temperature` over the numpy passes
+    :class:`_NumpyPasses` (the array-API fit runs the same driver over its
+    own passes).
+
     Parameters
     ----------
     logits : ndarray of shape (n, K), float32 or float64
@@ -274,85 +278,175 @@ def fit_temperature(
         Newton/bisection iterations on the full data.
     status : {"converged", "max_iter", "lower_bound", "upper_bound"}
     """
-    z = logits
-    n = z.shape[0]
     if sample_weight is not None:
         top = float(sample_weight.max(initial=0.0))
         sample_weight = unit_weights(sample_weight, top)[0]
-    chunk_rows = max(1, 2**16 // max(1, z.shape[1]))
-    z_max, dy = _row_max_and_gap(z, y, probabilities)
-    active = dy if sample_weight is None else dy[sample_weight > 0]
-    if np.all(active == 0):
-        z_min = _row_min(z, probabilities)
-        if np.array_equal(z_max, z_min):
+    passes = _NumpyPasses(logits, y, sample_weight, n_jobs, probabilities)
+    return solve_temperature(
+        passes, logits.shape, max_iter=max_iter, tol=tol, bounds=bounds
+    )
+
+
+#: Beyond this many rows, a first run on every :data:`SUBSAMPLE_STEP`-th row
+#: gives the start, and the first pass over all rows is in float32.
+LARGE_ROWS = 200_000
+SUBSAMPLE_STEP = 16
+
+
+def moderate_scale(scale):
+    """Whether gaps in units of ``scale`` may be computed in float32 (no
+    subnormal or overflowing factor)."""
+    return 2.0**-60 <= scale <= 2.0**60
+
+
+def solve_temperature(passes, shape, *, max_iter, tol, bounds):
+    """The temperature fit of every backend, over that backend's ``passes``.
+
+    Everything but reading the data is here, once: the degenerate problems,
+    :func:`_check_normal_gap`, the unit of the largest gap (a power of two),
+    the bracket, the start, the first run on every :data:`SUBSAMPLE_STEP`-th
+    row beyond :data:`LARGE_ROWS` rows, the float32 first pass and the
+    Newton iteration (:func:`_newton_temperature`). ``passes`` (numpy:
+    :class:`_NumpyPasses`; array API:
+    :class:`~skcalib._core.xp.solvers_temperature._NamespacePasses`) reads
+    the data; with ``g_i = -d_i >= 0`` the gap of row ``i``, it has
+
+    ``gaps()``
+        ``(max_gap, W)``: ``max_i g_i`` over the rows of positive weight (0
+        when every true class is on top) and the total weight.
+    ``degenerate()``
+        When ``max_gap == 0``: ``(constant, widest)``, whether every row is
+        constant and the largest row range over the rows of positive weight.
+    ``rescale(scale)``
+        Takes the gaps to units of ``scale`` for the passes; returns
+        ``(max_i w_i g_i, start)`` in those units, ``start`` the weighted
+        mean gap of the rows whose true class is not on top.
+    ``terms(step)``
+        ``terms(beta, coarse)`` over every ``step``-th row: the NLL and its
+        two derivatives in ``beta`` (:func:`_temperature_terms`), the
+        per-row terms in float32 where ``coarse``.
+    ``weight(step)``
+        The total weight of every ``step``-th row.
+
+    Parameters
+    ----------
+    passes : object
+    shape : tuple of two ints
+        ``(n, K)`` of the logits.
+    max_iter, tol, bounds
+        As :func:`fit_temperature`.
+
+    Returns
+    -------
+    temperature, n_iter, status
+        As :func:`fit_temperature`.
+    """
+    n, n_classes = shape
+    max_gap, total = passes.gaps()
+    if max_gap == 0:
+        constant, widest = passes.degenerate()
+        if constant:
             # Every row is constant: the NLL does not depend on T at all.
             return 1.0, 0, "converged"
         # Every sample's true class has the top score: the NLL decreases in
         # beta without bound, the infimum is at T -> 0.
         if bounds is None:
-            bounds = _separated_bounds(z_max - z_min, sample_weight)
+            bounds = _separated_bounds(np.array([widest]), None)
         return float(bounds[0]), 0, "lower_bound"
-    gap = -dy
-    total_all = float(n if sample_weight is None else sample_weight.sum())
-    max_gap = float(-active.min())
     _check_normal_gap(max_gap)
     # Solve in units of the largest gap (a power of two: exact), so that the
     # squared gaps in the derivatives neither overflow nor underflow; the
     # bracket is computed in those units too (in the units of the scores,
     # subnormal gaps would give a lower bound of 0 and a log of 0).
     scale = _gap_scale(max_gap)
-    dy = dy / scale
+    max_weighted_gap, start = passes.rescale(scale)
     if bounds is None:
-        w_gap = -dy if sample_weight is None else -dy * sample_weight
         bounds = temperature_bounds(
-            1.0 * max_gap / scale, float(w_gap.max()), total_all, z.shape[1]
+            1.0 * max_gap / scale, max_weighted_gap, total, n_classes
         )
     else:
         bounds = (bounds[0] / scale, bounds[1] / scale)
-    coarse_ok = n > 200_000 and 2.0**-60 <= scale <= 2.0**60
-    wrong = gap > 0
-    # Start: the weighted mean gap of the rows whose true class is not on top.
-    if sample_weight is None:
-        t0 = float(gap[wrong].mean())
-    else:
-        ww = sample_weight[wrong]
-        t0 = float(gap[wrong] @ ww / ww.sum()) if ww.sum() > 0 else float(gap.max())
-    t0 = min(max(t0 / scale, bounds[0]), bounds[1])
+    u = -np.log(min(max(start, bounds[0]), bounds[1]))
+    sub_total = passes.weight(SUBSAMPLE_STEP) if n > LARGE_ROWS else 0.0
+    if sub_total > 0:
+        terms = passes.terms(SUBSAMPLE_STEP)
+        u_sub, _, status = _newton_temperature(
+            terms, u, sub_total, max_iter, 1e-3, bounds
+        )
+        if status == "converged":
+            u = u_sub
+    u, n_iter, status = _newton_temperature(
+        passes.terms(1),
+        u,
+        total,
+        max_iter,
+        tol,
+        bounds,
+        coarse_first=n > LARGE_ROWS and moderate_scale(scale),
+    )
+    return float(np.exp(-u)) * scale, n_iter, status
 
-    def terms_of(rows):
-        zr, z_max_r, dy_r = z[rows], z_max[rows], dy[rows]
-        w_r = None if sample_weight is None else sample_weight[rows]
+
+class _NumpyPasses:
+    """The passes of :func:`solve_temperature` over numpy logits, or over
+    probabilities whose logits are taken block by block in each pass."""
+
+    def __init__(self, z, y, sample_weight, n_jobs, probabilities):
+        self.z, self.w = z, sample_weight
+        self.n_jobs, self.probabilities = n_jobs, probabilities
+        self.chunk_rows = max(1, 2**16 // max(1, z.shape[1]))
+        self.z_max, self.dy = _row_max_and_gap(z, y, probabilities)
+        self.inv_scale = 1.0
+
+    def gaps(self):
+        w = self.w
+        active = self.dy if w is None else self.dy[w > 0]
+        total = float(self.dy.size if w is None else w.sum())
+        return float(-active.min(initial=0.0)), total
+
+    def degenerate(self):
+        z_min = _row_min(self.z, self.probabilities)
+        ranges = self.z_max - z_min
+        if self.w is not None:
+            ranges = ranges[self.w > 0]
+        return np.array_equal(self.z_max, z_min), float(ranges.max(initial=0.0))
+
+    def rescale(self, scale):
+        gap, w = -self.dy, self.w
+        self.dy, self.inv_scale = self.dy / scale, 1.0 / scale
+        w_gap = -self.dy if w is None else -self.dy * w
+        wrong = gap > 0
+        if w is None:
+            start = float(gap[wrong].mean())
+        else:
+            ww = w[wrong]
+            start = float(gap[wrong] @ ww / ww.sum()) if ww.sum() > 0 else gap.max()
+        return float(w_gap.max()), float(start) / scale
+
+    def weight(self, step):
+        rows = slice(None, None, step)
+        return float(self.dy[rows].size if self.w is None else self.w[rows].sum())
+
+    def terms(self, step):
+        rows = slice(None, None, step)
+        z, z_max, dy = self.z[rows], self.z_max[rows], self.dy[rows]
+        w = None if self.w is None else self.w[rows]
 
         def terms(beta, coarse):
             return _temperature_terms(
-                zr,
-                z_max_r,
-                dy_r,
+                z,
+                z_max,
+                dy,
                 beta,
-                w_r,
-                chunk_rows,
-                n_jobs,
+                w,
+                self.chunk_rows,
+                self.n_jobs,
                 coarse=coarse,
-                inv_scale=1.0 / scale,
-                probabilities=probabilities,
+                inv_scale=self.inv_scale,
+                probabilities=self.probabilities,
             )
 
-        return terms, float(zr.shape[0] if w_r is None else w_r.sum())
-
-    u = -np.log(t0)
-    if n > 200_000:
-        terms, total = terms_of(slice(None, None, 16))
-        if total > 0:
-            u_sub, _, status = _newton_temperature(
-                terms, u, total, max_iter, 1e-3, bounds
-            )
-            if status == "converged":
-                u = u_sub
-    terms, total = terms_of(slice(None))
-    u, n_iter, status = _newton_temperature(
-        terms, u, total, max_iter, tol, bounds, coarse_first=coarse_ok
-    )
-    return float(np.exp(-u)) * scale, n_iter, status
+        return terms
 
 
 #: Elements per block of the passes that take the logits of probabilities.

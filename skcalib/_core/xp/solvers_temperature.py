@@ -1,26 +1,21 @@
-"""The temperature-scaling solver on an array-API namespace (torch, CuPy,
+"""The temperature-scaling passes on an array-API namespace (torch, CuPy,
 array-api-strict, ...): the passes over the logits run on their device.
 
-The counterpart of :func:`skcalib._core.solvers.temperature.fit_temperature`,
-step for step: the same start, bracket, units of the largest gap, first run
-on every 16th row beyond 200 000 rows, float32 first pass, and the same
-safeguarded Newton iteration in ``log(1/T)``
-(:func:`~skcalib._core.solvers.temperature._newton_temperature`, shared, not
-copied). Only the passes differ: the per-row terms are computed in the
-compute dtype of the logits (float32 for float32 input, float64 for float64),
-their sums over the rows in :attr:`~skcalib._core.xp.Namespace.accumulate_dtype`
-(float64 where the device has it), and each pass sends three scalars (the
-NLL and its two derivatives) to the host, where the iteration runs.
+The fit is :func:`~skcalib._core.solvers.temperature.solve_temperature`, the
+driver of the numpy fit (start, bracket, units of the largest gap, first run
+on every 16th row beyond 200 000 rows, float32 first pass, safeguarded
+Newton iteration in ``log(1/T)``), shared, not copied, over the passes of
+:class:`_NamespacePasses`. Only the passes differ: the per-row terms are
+computed in the compute dtype of the logits (float32 for float32 input,
+float64 for float64), their sums over the rows in
+:attr:`~skcalib._core.xp.Namespace.accumulate_dtype` (float64 where the
+device has it), and each pass sends three scalars (the NLL and its two
+derivatives) to the host, where the iteration runs.
 """
 
 import numpy as np
 
-from skcalib._core.solvers.temperature import (
-    _gap_scale,
-    _newton_temperature,
-    _separated_bounds,
-    temperature_bounds,
-)
+from skcalib._core.solvers.temperature import moderate_scale, solve_temperature
 from skcalib._core.xp import to_numpy
 
 __all__ = []  # private module
@@ -126,20 +121,55 @@ def _summaries(ns, dy, w):
     return _host_floats(xp, values)
 
 
-def _degenerate(ns, z, z_max, w, bounds):
-    """``(T, 0, status)`` when every true class has the top score (as
-    :func:`~skcalib._core.solvers.temperature.fit_temperature`)."""
-    xp = ns.xp
-    acc = ns.accumulate_dtype
-    ranges = xp.astype(z_max[:, 0], acc) - xp.astype(xp.min(z, axis=1), acc)
-    active = ranges if w is None else xp.where(w > 0, ranges, xp.zeros_like(ranges))
-    widest, all_rows = _host_floats(xp, [xp.max(active), xp.max(ranges)])
-    if all_rows == 0:
-        # Every row is constant: the NLL does not depend on T at all.
-        return 1.0, 0, "converged"
-    if bounds is None:
-        bounds = _separated_bounds(np.array([widest]), None)
-    return float(bounds[0]), 0, "lower_bound"
+class _NamespacePasses:
+    """The passes of
+    :func:`~skcalib._core.solvers.temperature.solve_temperature` on the
+    device: one transfer for the summaries of the gaps, then one per pass."""
+
+    def __init__(self, ns, z, y, w):
+        self.ns, self.z, self.w = ns, z, w
+        self.z_max, self.dy = _true_class_gaps(ns, z, y)
+        self.summaries = _summaries(ns, self.dy, w)
+        # float32 logits are computed in float32 where the unit of the gaps
+        # is moderate (no subnormal factors); in the accumulation dtype
+        # otherwise.
+        self.dtype, self.inv_scale = z.dtype, 1.0
+
+    def gaps(self):
+        return self.summaries[0], self.summaries[2]
+
+    def degenerate(self):
+        xp, z, w = self.ns.xp, self.z, self.w
+        acc = self.ns.accumulate_dtype
+        ranges = xp.astype(self.z_max[:, 0], acc) - xp.astype(xp.min(z, axis=1), acc)
+        active = ranges if w is None else xp.where(w > 0, ranges, xp.zeros_like(ranges))
+        widest, all_rows = _host_floats(xp, [xp.max(active), xp.max(ranges)])
+        return all_rows == 0, widest
+
+    def rescale(self, scale):
+        _, max_w_gap, _, wrong_gap, wrong_w, gap_max = self.summaries
+        self.dy, self.inv_scale = self.dy / scale, 1.0 / scale
+        if not moderate_scale(scale):
+            self.dtype = self.ns.accumulate_dtype
+        start = wrong_gap / wrong_w if wrong_w > 0 else gap_max
+        return max_w_gap / scale, start / scale
+
+    def weight(self, step):
+        if self.w is None:
+            return float(self.z[::step, ...].shape[0])
+        return _host_floats(self.ns.xp, [self.ns.xp.sum(self.w[::step])])[0]
+
+    def terms(self, step):
+        z, z_max, dy = self.z[::step, ...], self.z_max[::step, ...], self.dy[::step]
+        w = None if self.w is None else self.w[::step]
+
+        def terms(beta, coarse):
+            dtype = self.ns.xp.float32 if coarse else self.dtype
+            return xp_temperature_terms(
+                self.ns, z, z_max, dy, beta, w, dtype, inv_scale=self.inv_scale
+            )
+
+        return terms
 
 
 def fit_temperature_xp(
@@ -161,7 +191,8 @@ def fit_temperature_xp(
     max_iter : int
     tol : float
     bounds : tuple of two floats or None
-        Search range of ``T``; ``None``: :func:`temperature_bounds`.
+        Search range of ``T``; ``None``:
+        :func:`~skcalib._core.solvers.temperature.temperature_bounds`.
 
     Returns
     -------
@@ -169,56 +200,8 @@ def fit_temperature_xp(
     n_iter : int
     status : {"converged", "max_iter", "lower_bound", "upper_bound"}
     """
-    xp, z = ns.xp, logits
-    n = z.shape[0]
     w = None if sample_weight is None else xp_unit_weights(ns, sample_weight)
-    z_max, dy = _true_class_gaps(ns, z, y)
-    max_gap, max_w_gap, total_all, wrong_gap, wrong_w, gap_max = _summaries(ns, dy, w)
-    if max_gap == 0:
-        return _degenerate(ns, z, z_max, w, bounds)
-    if bounds is None:
-        bounds = temperature_bounds(max_gap, max_w_gap, total_all, z.shape[1])
-    scale = _gap_scale(max_gap)
-    bounds = (bounds[0] / scale, bounds[1] / scale)
-    dy = dy / scale
-    moderate = 2.0**-60 <= scale <= 2.0**60
-    # float32 logits are computed in float32 where the unit of the gaps is
-    # moderate (no subnormal factors); in the accumulation dtype otherwise.
-    dtype = z.dtype if moderate else ns.accumulate_dtype
-    t0 = wrong_gap / wrong_w if wrong_w > 0 else gap_max
-    t0 = min(max(t0 / scale, bounds[0]), bounds[1])
-
-    def terms_of(rows, total=None):
-        z_r, z_max_r, dy_r = z[rows, ...], z_max[rows, ...], dy[rows]
-        w_r = None if w is None else w[rows]
-
-        def terms(beta, coarse):
-            return xp_temperature_terms(
-                ns,
-                z_r,
-                z_max_r,
-                dy_r,
-                beta,
-                w_r,
-                xp.float32 if coarse else dtype,
-                inv_scale=1.0 / scale,
-            )
-
-        if total is None:
-            total = z_r.shape[0] if w_r is None else _host_floats(xp, [xp.sum(w_r)])[0]
-        return terms, float(total)
-
-    u = -np.log(t0)
-    if n > 200_000:
-        terms, total = terms_of(slice(None, None, 16))
-        if total > 0:
-            u_sub, _, status = _newton_temperature(
-                terms, u, total, max_iter, 1e-3, bounds
-            )
-            if status == "converged":
-                u = u_sub
-    terms, total = terms_of(slice(None), total_all)
-    u, n_iter, status = _newton_temperature(
-        terms, u, total, max_iter, tol, bounds, coarse_first=n > 200_000 and moderate
+    passes = _NamespacePasses(ns, logits, y, w)
+    return solve_temperature(
+        passes, logits.shape, max_iter=max_iter, tol=tol, bounds=bounds
     )
-    return float(np.exp(-u)) * scale, n_iter, status
