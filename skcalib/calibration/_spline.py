@@ -403,8 +403,9 @@ class SplineCalibrator(_OneVsRestCalibrator):
     of +-5) become the end knots and squeeze the others into a sliver of
     ``[0, 1]``, where the same ``lambda`` smooths much more (measured: the
     in-sample log-loss of 400 rows rose by 0.02 when two such rows were
-    added). Clip such scores first if they are few. Fit cost: one Newton solve per ``lambda`` (11 for
-    ``"auto"``), each ``O(n (m + 2)^2)``, per map.
+    added). Clip such scores first if they are few. Fit cost: one Newton
+    solve per ``lambda`` (11 for ``"auto"``), each ``O(n (m + 2)^2)``, per
+    map.
 
     References
     ----------

@@ -72,7 +72,7 @@ def test_loo_matches_exact_leave_one_out():
     for lam in (1e-1, 1e-3):
         lam_w = lam * s.size
 
-        def fit(w):
+        def fit(w, lam_w=lam_w):
             terms = lambda th: _penalised_terms(  # noqa: E731
                 th, design=xt, t=t, w=w, omega=pen, lam=lam_w
             )
