@@ -25,6 +25,7 @@ from skcalib.calibration._meta import CalibratedClassifier
 from skcalib.calibration._platt import PlattCalibrator
 from skcalib.calibration._prior_shift import PriorShiftAdapter
 from skcalib.calibration._scaling_binning import ScalingBinningCalibrator
+from skcalib.calibration._spline import SplineCalibrator
 from skcalib.calibration._temperature import TemperatureCalibrator
 from skcalib.calibration._venn_abers import VennAbersCalibrator
 
@@ -43,6 +44,7 @@ __all__ = [
     "PlattCalibrator",
     "PriorShiftAdapter",
     "ScalingBinningCalibrator",
+    "SplineCalibrator",
     "TemperatureCalibrator",
     "VectorScalingCalibrator",
     "VennAbersCalibrator",
