@@ -314,7 +314,8 @@ def kernel_calibration_error(
     0.00791
 
     The estimators and the kernel of the experiments of [1]_ (total
-    variation distance, the median of the whole distance matrix):
+    variation distance, the median of the whole distance matrix); SKCE_ul,
+    a mean of only 250 pair terms, is noisy (negative here):
 
     >>> tv = dict(kernel="tv", bandwidth="median_all")
     >>> for estimator in ("SKCE_b", "SKCE_uq", "SKCE_ul"):
