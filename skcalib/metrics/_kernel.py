@@ -166,21 +166,27 @@ _NOTES_DOC = """\
     mergeable.
 
     Cost: the quadratic-time estimators evaluate the kernel on all
-    :math:`n(n-1)/2` pairs. Measured times of the default (SKCE_uq,
-    Euclidean kernel, median bandwidth) against SKCE_ul, with
-    :math:`K = 10` classes, on 2 shared CPU cores (numpy with OpenBLAS):
+    :math:`n(n-1)/2` pairs. Measured times (``python -m
+    benchmarks.bench_kernel_cost``: best of 3, one run at :math:`3 \\times
+    10^4`) of the default (SKCE_uq, Euclidean kernel, median bandwidth)
+    against SKCE_ul, with :math:`K = 10` classes, on a development machine
+    of 2 CPU cores shared with other jobs (load average 3 to 6, so the wall
+    times are inflated; CPU seconds of the process in parentheses):
 
-    =========  ========  ========
-    n          SKCE_uq   SKCE_ul
-    =========  ========  ========
-    TIMES_TABLE
-    =========  ========  ========
+    ========  =================  =================  ==============
+    n         SKCE_uq            SKCE_uq, ``"tv"``  SKCE_ul
+    ========  =================  =================  ==============
+    1 000     0.19 s (0.13 s)    0.10 s (0.07 s)    0.01 s
+    10 000    3.7 s (2.5 s)      7.5 s (5.0 s)      0.25 s (0.16 s)
+    30 000    70 s (37 s)        98 s (52 s)        0.6 s (0.3 s)
+    ========  =================  =================  ==============
 
-    The time grows as :math:`n^2` (about 20 minutes at
-    :math:`n = 2 \\times 10^5`, extrapolated); SKCE_ul, one argument away
-    (``estimator="unbiased_linear"``), stays under a second. The estimator
-    is never switched by size: on large data choose SKCE_ul, or SKCE_uq on
-    a random subsample of a few thousand rows."""
+    The time grows as :math:`n^2`: roughly 15 to 30 minutes at
+    :math:`n = 2 \\times 10^5` on that machine (extrapolated). SKCE_ul, one
+    argument away (``estimator="unbiased_linear"``), stays under a second.
+    The estimator is never switched by size and no warning is raised: on
+    large data choose SKCE_ul, or SKCE_uq on a random subsample of a few
+    thousand rows."""
 
 _REFERENCES_DOC = """\
     .. [1] D. Widmann, F. Lindsten and D. Zachariah, "Calibration tests in
