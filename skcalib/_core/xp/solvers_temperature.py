@@ -22,6 +22,7 @@ from skcalib._core.solvers.temperature import (
     temperature_bounds,
 )
 from skcalib._core.xp import to_numpy
+from skcalib._core.xp.weights import xp_unit_weights
 
 __all__ = []  # private module
 
@@ -39,19 +40,6 @@ def _block_rows(ns, n_columns):
 def _host_floats(xp, values):
     """Scalars of the device as Python floats, in one transfer."""
     return [float(v) for v in to_numpy(xp.stack(values))]
-
-
-def xp_unit_weights(ns, sample_weight):
-    """:func:`~skcalib._core.weights.unit_weights` on the device: the weights
-    divided by the power of two at or just below their maximum (exact; in two
-    factors, so that neither overflows)."""
-    xp = ns.xp
-    top = _host_floats(xp, [xp.max(sample_weight)])[0]
-    if not top > 0:
-        return sample_weight
-    e = int(np.frexp(top)[1]) - 1
-    half = -e // 2
-    return (sample_weight * float(2.0**half)) * float(2.0 ** (-e - half))
 
 
 def xp_temperature_terms(ns, z, z_max, dy, beta, w, dtype, inv_scale=1.0):
@@ -171,7 +159,7 @@ def fit_temperature_xp(
     """
     xp, z = ns.xp, logits
     n = z.shape[0]
-    w = None if sample_weight is None else xp_unit_weights(ns, sample_weight)
+    w = None if sample_weight is None else xp_unit_weights(ns, sample_weight)[0]
     z_max, dy = _true_class_gaps(ns, z, y)
     max_gap, max_w_gap, total_all, wrong_gap, wrong_w, gap_max = _summaries(ns, dy, w)
     if max_gap == 0:
