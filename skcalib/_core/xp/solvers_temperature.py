@@ -13,7 +13,6 @@ device has it), and each pass sends three scalars (the NLL and its two
 derivatives) to the host, where the iteration runs.
 """
 
-import numpy as np
 
 from skcalib._core.solvers.temperature import moderate_scale, solve_temperature
 from skcalib._core.xp import to_numpy
