@@ -24,6 +24,10 @@ from skcalib.calibration._meta import CalibratedClassifier
 from skcalib.calibration._platt import PlattCalibrator
 from skcalib.calibration._prior_shift import PriorShiftAdapter
 from skcalib.calibration._scaling_binning import ScalingBinningCalibrator
+from skcalib.calibration._structured_scaling import (
+    StructuredMatrixScalingCalibrator,
+    StructuredVectorScalingCalibrator,
+)
 from skcalib.calibration._temperature import TemperatureCalibrator
 from skcalib.calibration._venn_abers import VennAbersCalibrator
 
@@ -41,6 +45,8 @@ __all__ = [
     "PlattCalibrator",
     "PriorShiftAdapter",
     "ScalingBinningCalibrator",
+    "StructuredMatrixScalingCalibrator",
+    "StructuredVectorScalingCalibrator",
     "TemperatureCalibrator",
     "VectorScalingCalibrator",
     "VennAbersCalibrator",
