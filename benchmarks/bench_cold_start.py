@@ -108,6 +108,8 @@ CALIBRATORS = [
     "PlattCalibrator",
     "PriorShiftAdapter",
     "ScalingBinningCalibrator",
+    "StructuredMatrixScalingCalibrator",
+    "StructuredVectorScalingCalibrator",
     "TemperatureCalibrator",
     "VectorScalingCalibrator",
     "VennAbersCalibrator",
