@@ -55,8 +55,9 @@ def penalty_matrix(k, intercept, diagonal, off_diagonal, *, vector):
 
 def mixture_weight(n):
     """Weight ``1 / (n + 1)`` of the uniform distribution in the mixture
-    (``n`` the total weight)."""
-    return 1.0 / (float(n) + 1.0)
+    (``n`` the total weight, at least 1 as in the strengths: weights that
+    add up to less than one row do not make the features constant)."""
+    return 1.0 / (max(float(n), 1.0) + 1.0)
 
 
 def structured_features(log_proba, temperature, mixture):
