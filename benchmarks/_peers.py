@@ -253,6 +253,8 @@ FAMILIES = {
     "DirichletCalibrator": "dirichlet",
     "VectorScalingCalibrator": "vector_scaling",
     "MatrixScalingCalibrator": "matrix_scaling",
+    "StructuredMatrixScalingCalibrator": "structured_matrix_scaling",
+    "StructuredVectorScalingCalibrator": "structured_vector_scaling",
 }
 #: Methods that act on logits: the speed benchmark feeds them logits.
 LOGIT_FAMILIES = {

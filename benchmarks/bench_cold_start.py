@@ -112,6 +112,8 @@ CALIBRATORS = [
     "PlattCalibrator",
     "PriorShiftAdapter",
     "ScalingBinningCalibrator",
+    "StructuredMatrixScalingCalibrator",
+    "StructuredVectorScalingCalibrator",
     "TemperatureCalibrator",
     "VectorScalingCalibrator",
     "VennAbersCalibrator",

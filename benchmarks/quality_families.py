@@ -64,6 +64,13 @@ FAMILY_TABLE = (
         {"beta"},
     ),
     ("dirichlet", "Dirichlet", {"matrix_scaling", "dirichlet"}, {"beta"}),
+    (
+        "structured_matrix_scaling",
+        "structured matrix scaling",
+        {"matrix_scaling", "dirichlet"},
+        {"beta"},
+    ),
+    ("structured_vector_scaling", "structured vector scaling", set(), {"beta"}),
     ("beta", "beta", {"beta"}, {"beta"}),
     (
         "histogram",
