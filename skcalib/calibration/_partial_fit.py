@@ -159,6 +159,19 @@ class PartialFitMixin:
         -------
         self : object
             The calibrator.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skcalib import TemperatureCalibrator
+        >>> rng = np.random.default_rng(0)
+        >>> y = rng.integers(0, 3, 3000)
+        >>> logits = 3.0 * (rng.normal(size=(3000, 3)) + np.eye(3)[y])
+        >>> ts = TemperatureCalibrator()
+        >>> for i in range(0, 3000, 500):
+        ...     ts = ts.partial_fit(logits[i : i + 500], y[i : i + 500])
+        >>> bool(ts.temperature_ == TemperatureCalibrator().fit(logits, y).temperature_)
+        True
         """
         if input_kind(X, y) == "dask" or namespace(X) is not None:
             raise TypeError(
@@ -291,10 +304,16 @@ class PartialFitMixin:
         before = dict(self.__dict__)
         scores = kept.scores.view()
         lo, hi = scores.dtype.type(kept.lo), scores.dtype.type(kept.hi)
-        self._fit(self._scores(scores, kept.kind, (lo, hi), reset=True), y, w)
+        # Not stale while fitting: an attribute the fit looks up (getattr
+        # with a default) must not start another refit.
+        kept.stale = False
+        try:
+            self._fit(self._scores(scores, kept.kind, (lo, hi), reset=True), y, w)
+        except BaseException:
+            kept.stale = True
+            raise
         changed = {k for k, v in self.__dict__.items() if before.get(k, self) is not v}
         kept.fitted = changed - _KEPT_AT_REFIT - {"_partial"}
-        kept.stale = False
 
     def __getattr__(self, name):
         # Only called when normal lookup fails: a fitted attribute that a
