@@ -24,6 +24,7 @@ from skcalib._core.xp.binning import (
 )
 from skcalib._core.xp.weights import xp_unit_weights
 from skcalib.calibration._one_vs_rest import OUTPUT_EPS, _OneVsRestCalibrator
+from skcalib.calibration._partial_fit import FORGETTING_FACTOR, PartialFitMixin
 
 __all__ = ["HistogramBinningCalibrator"]
 
@@ -169,7 +170,7 @@ def _binned_chunk(scores, y, w, *, view, edges, smooth):
     return binned_sums(score, edges, w, *values, in_range=True)
 
 
-class HistogramBinningCalibrator(_OneVsRestCalibrator):
+class HistogramBinningCalibrator(PartialFitMixin, _OneVsRestCalibrator):
     """Histogram binning: replace a probability by the frequency of its bin.
 
     The probability ``p`` of the class (one-vs-rest) or of the predicted class
@@ -290,6 +291,12 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
         miss classes (:ref:`absent_classes`); None: the sorted labels of ``y``.
     multi_class : {"ovr", "top_label"}, default="ovr"
         Strategy for more than two classes.
+    forgetting_factor : float in (0, 1], default=1.0
+        :meth:`partial_fit` only: after ``m`` batches, the rows of the
+        ``j``-th weigh ``forgetting_factor ** (m - j)`` times their
+        ``sample_weight`` (exponential forgetting of old batches, for
+        drifting streams): the fit is the weighted fit on the concatenated
+        batches. 1 forgets nothing; :meth:`fit` does not use it.
 
     Attributes
     ----------
@@ -364,6 +371,7 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
         "n_bins": N_BINS_OR_AUTO,
         "strategy": [StrOptions({"uniform", "quantile", "hybrid"})],
         "smoothing": [Interval(Real, 0, None, closed="left")],
+        "forgetting_factor": FORGETTING_FACTOR,
     }
     _map_input = "proba"
     _map_output_clipped = True
@@ -381,6 +389,7 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
         response_method="auto",
         classes=None,
         multi_class="ovr",
+        forgetting_factor=1.0,
     ):
         self.estimator = estimator
         self.n_bins = n_bins
@@ -390,6 +399,7 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
         self.response_method = response_method
         self.classes = classes
         self.multi_class = multi_class
+        self.forgetting_factor = forgetting_factor
 
     @property
     def _rescale_sample_weight(self):
