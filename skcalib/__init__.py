@@ -32,6 +32,7 @@ from skcalib.calibration import (
 )
 from skcalib.conformal import ConformalClassifier, CrossConformalClassifier
 from skcalib.decision import BayesDecisionClassifier
+from skcalib.monitoring import CalibrationMonitor
 from skcalib.selection import AutoCalibrator
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "BetaCalibrator",
     "BiasCorrectedTemperatureCalibrator",
     "CalibratedClassifier",
+    "CalibrationMonitor",
     "ConformalClassifier",
     "CrossConformalClassifier",
     "DirichletCalibrator",
