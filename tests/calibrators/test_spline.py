@@ -17,6 +17,7 @@ from skcalib.calibration._spline import (
     penalty_coordinates,
     projected_newton,
 )
+from skcalib.calibration._spline_basis import BandedDesign
 
 
 def _bent(n=600, seed=0):
@@ -65,24 +66,24 @@ def test_huge_penalty_is_platt_scaling():
 def test_loo_matches_exact_leave_one_out():
     s, y = _bent(n=300, seed=2)
     basis = SplineBasis(np.quantile(s, np.linspace(0, 1, 8)))
-    x = basis.design(s)
+    band = BandedDesign(basis.design(s))
     n_pos = float(y.sum())
     t = np.where(y == 1, (n_pos + 1) / (n_pos + 2), 1 / (s.size - n_pos + 2))
     tr, pen, bounded = penalty_coordinates(basis.roughness(), False)
-    xt = x @ tr
+    xt = basis.design(s) @ tr
     for lam in (1e-1, 1e-3):
         lam_w = lam * s.size
 
         def fit(w, lam_w=lam_w):
             terms = lambda th: _penalised_terms(  # noqa: E731
-                th, design=xt, t=t, w=w, omega=pen, lam=lam_w
+                th, design=band, tr=tr, t=t, w=w, omega=pen, lam=lam_w
             )
             return projected_newton(
                 terms, np.zeros(xt.shape[1]), bounded, max_iter=100, tol=1e-12
             )[0]
 
         theta = fit(np.ones(s.size))
-        approx = loo_log_loss(xt, y, t, None, theta, pen, lam_w)
+        approx = loo_log_loss(band, tr, y, t, None, theta, pen, lam_w)
         z = np.empty(s.size)
         for i in range(s.size):  # the slow obvious leave-one-out
             w = np.ones(s.size)
@@ -90,6 +91,56 @@ def test_loo_matches_exact_leave_one_out():
             z[i] = xt[i] @ fit(w)
         exact = log_loss(y, expit(z))
         assert approx == pytest.approx(exact, rel=5e-3)
+
+
+def _dense_terms(theta, x, t, w, omega, lam):
+    """The penalised loss, gradient and Hessian on a dense design ``x``."""
+    z = x @ theta
+    p = expit(z)
+    loss = np.sum(w * (np.logaddexp(0.0, z) - t * z))
+    grad = x.T @ (w * (p - t)) + lam * omega @ theta
+    hess = (x * (w * p * (1 - p))[:, None]).T @ x + lam * omega
+    return loss + 0.5 * lam * theta @ omega @ theta, grad, hess
+
+
+def _dense_loo(x, y, t, w, theta, omega, lam, free):
+    """Rad & Maleki's leave-one-out on a dense design, row by row."""
+    z = x @ theta
+    p = expit(z)
+    xf, om = x[:, free], omega[np.ix_(free, free)]
+    hinv = np.linalg.pinv((xf * (w * p * (1 - p))[:, None]).T @ xf + lam * om)
+    a = np.array([row @ hinv @ row for row in xf])  # the slow obvious loop
+    r = np.minimum(w, 1.0)
+    z_loo = z + r * (p - t) * a / (1 - r * p * (1 - p) * a)
+    q = expit(z_loo)
+    return -np.sum(w * np.where(y, np.log(q), np.log1p(-q))) / w.sum()
+
+
+@pytest.mark.parametrize("monotonic", [False, True])
+def test_banded_terms_and_loo_equal_the_dense_computation(monotonic):
+    rng = np.random.default_rng(7)
+    s = np.r_[rng.normal(scale=2.0, size=500), -9.0, 11.0]  # rows beyond the ends
+    y = rng.random(s.size) < expit(np.sin(s))
+    w = rng.uniform(0.2, 3.0, s.size)
+    t = np.where(y, 0.99, 0.01)
+    basis = SplineBasis(np.quantile(s[:-2], np.linspace(0, 1, 9)))
+    x = basis.design(s)
+    band = BandedDesign(x)
+    assert band.width == 4
+    np.testing.assert_array_equal(band.dense(), x)
+    tr, pen, bounded = penalty_coordinates(basis.roughness(), monotonic)
+    theta = rng.normal(size=tr.shape[1])
+    free = np.ones(theta.size, bool)
+    if monotonic:  # some increments at their bound: inactive coordinates
+        theta[[2, 5, 6]] = 0.0
+        free[[2, 5, 6]] = False
+    got = _penalised_terms(theta, design=band, tr=tr, t=t, w=w, omega=pen, lam=3.0)
+    want = _dense_terms(theta, x @ tr, t, w, pen, 3.0)
+    for g, e in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-10 * np.max(np.abs(e)))
+    loo = loo_log_loss(band, tr, y, t, w, theta, pen, 3.0, free=free)
+    want = _dense_loo(x @ tr, y, t, w, theta, pen, 3.0, free)
+    assert loo == pytest.approx(want, rel=1e-10)
 
 
 def test_monotonic_constraint_holds_and_binds():
