@@ -54,9 +54,15 @@ def test_matches_reference_minimiser_with_weights(parameters):
     p, y = _beta_scores(2000)
     w = np.random.default_rng(1).uniform(0.2, 3.0, y.size)
     cal = BetaCalibrator(parameters=parameters).fit(p, y, sample_weight=w)
-    (a, b, c), _ = _reference(p, y, w, parameters)
-    np.testing.assert_allclose(cal.coef_[0], [a, b], rtol=1e-6)
-    assert cal.intercept_[0] == pytest.approx(c, rel=1e-6, abs=1e-7)
+    (a, b, c), fun = _reference(p, y, w, parameters)
+    # BFGS may stop a little short of the minimum (scipy 1.11 did, by 4e-7 on
+    # c for "ab"): ours must reach at least its objective, and be close to it
+    za, zb = cal.coef_[0]
+    z_ours = za * np.log(p) - zb * np.log1p(-p) + cal.intercept_[0]
+    ours = -(w * (y * log_expit(z_ours) + (1 - y) * log_expit(-z_ours))).sum()
+    assert ours <= fun + 1e-9 * abs(fun)
+    np.testing.assert_allclose(cal.coef_[0], [a, b], rtol=1e-5)
+    assert cal.intercept_[0] == pytest.approx(c, rel=1e-5, abs=1e-6)
     assert 1 <= cal.n_iter_[0] <= 20
     z = a * np.log(p) - b * np.log1p(-p) + c
     np.testing.assert_allclose(cal.predict_proba(p)[:, 1], expit(z), atol=1e-7)
