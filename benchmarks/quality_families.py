@@ -74,6 +74,13 @@ FAMILY_TABLE = (
     ("isotonic", "isotonic", {"isotonic"}, {"isotonic"}),
     ("scaling_binning", "scaling-binning", {"scaling_binning"}, {"scaling_binning"}),
     ("venn_abers", "Venn-ABERS", {"venn_abers"}, {"venn_abers"}),
+    (
+        "ensemble_temperature",
+        "ensemble temperature",
+        {"ensemble_temperature"},
+        {"ensemble_temperature"},
+    ),
+    ("spline", "spline", {"spline"}, {"spline"}),
 )
 TITLES = {key: title for key, title, _, _ in FAMILY_TABLE}
 #: Families whose default is regularised (or has nothing to overfit): the
@@ -274,7 +281,8 @@ def render_summary(rows, seeds):
         f"against the uncalibrated model, by test NLL ({seeds} seed(s): the "
         "sets without a calibration split of their own are split 50/50, "
         "stratified, with seeds 0.."
-        f"{seeds - 1}; the `splinecalib` sets keep their own split). "
+        f"{seeds - 1}; the `splinecalib` and `aigen` sets keep their own "
+        "split). "
         "*Within noise*: the mean per-sample NLL difference, ours minus the "
         "other, is below two standard errors (per-seed standard errors, "
         "averaged over seeds); ours lower or equal counts too. The mean ratio "
