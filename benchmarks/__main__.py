@@ -8,7 +8,7 @@ usage: python -m benchmarks COMMAND [options]
 commands: speed, quality, auto, large, large-fit, conformal, report,
   regularisation, isotonic-ranking, decisions, gpu, smooth-ece,
   calibration-tests, ece-speed, vector-scaling, cross-conformal, prior-shift,
-  cold-start, references
+  cold-start, references, partial-fit, monitor
 
   speed    time skcalib's calibrators and metrics against sklearn, netcal,
            torchmetrics, ... (writes speed.md)
@@ -56,6 +56,13 @@ commands: speed, quality, auto, large, large-fit, conformal, report,
            (papers, the data README, the authors' code): published | ours |
            difference | tolerance; exits 1 when a row drifts (writes
            references.md)
+  partial-fit  partial_fit over 100 batches against one fit on their
+           concatenation at 1e6 rows: time ratio and NLL difference for the
+           five calibrators with partial_fit (writes partial_fit.md)
+  monitor  CalibrationMonitor: false alarms on calibrated streams looked at
+           after every batch against a repeated Hosmer-Lemeshow test, power
+           and delay after a temperature jump, peak memory at 1e6 and 1e7
+           rows (writes monitor.md and monitor_false_alarms.png)
 
 Each command has --help. Full runs write benchmarks/results/; --quick runs
 write to a temporary folder unless --out is given."""
@@ -105,6 +112,10 @@ def main(argv=None):
         from benchmarks.bench_cold_start import main as run
     elif command == "references":
         from benchmarks.bench_references import main as run
+    elif command == "partial-fit":
+        from benchmarks.bench_partial_fit import main as run
+    elif command == "monitor":
+        from benchmarks.bench_monitor import main as run
     else:
         print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2

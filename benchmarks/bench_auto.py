@@ -15,9 +15,9 @@ model's and with the best single candidate's.
   probabilities (``score_type="probability"``).
 * Candidates (AutoCalibrator's defaults): identity, temperature, ensemble
   temperature, Platt, beta, isotonic, histogram binning (15 uniform bins);
-  spline calibration on two classes; vector scaling and Dirichlet (ODIR)
-  for more than two classes; default parameters, one-vs-rest for the
-  binary-only methods on multiclass data.
+  spline calibration on two classes; vector scaling, Dirichlet (ODIR) and
+  structured matrix scaling for more than two classes; default parameters,
+  one-vs-rest for the binary-only methods on multiclass data.
 * Rule (AutoCalibrator's default): a candidate beats the identity when its
   mean cross-validated gain in log-loss exceeds one standard error of the
   paired split differences, corrected for overlapping training parts

@@ -64,6 +64,18 @@ FAMILY_TABLE = (
         {"beta"},
     ),
     ("dirichlet", "Dirichlet", {"matrix_scaling", "dirichlet"}, {"beta"}),
+    (
+        "structured_matrix_scaling",
+        "structured matrix scaling",
+        {"structured_matrix_scaling", "matrix_scaling", "dirichlet"},
+        {"structured_matrix_scaling", "beta"},
+    ),
+    (
+        "structured_vector_scaling",
+        "structured vector scaling",
+        {"structured_vector_scaling"},
+        {"structured_vector_scaling", "beta"},
+    ),
     ("beta", "beta", {"beta"}, {"beta"}),
     (
         "histogram",

@@ -24,12 +24,15 @@ from skcalib.calibration import (
     PriorShiftAdapter,
     ScalingBinningCalibrator,
     SplineCalibrator,
+    StructuredMatrixScalingCalibrator,
+    StructuredVectorScalingCalibrator,
     TemperatureCalibrator,
     VectorScalingCalibrator,
     VennAbersCalibrator,
 )
 from skcalib.conformal import ConformalClassifier, CrossConformalClassifier
 from skcalib.decision import BayesDecisionClassifier
+from skcalib.monitoring import CalibrationMonitor
 from skcalib.selection import AutoCalibrator
 
 __all__ = [
@@ -38,6 +41,7 @@ __all__ = [
     "BetaCalibrator",
     "BiasCorrectedTemperatureCalibrator",
     "CalibratedClassifier",
+    "CalibrationMonitor",
     "ConformalClassifier",
     "CrossConformalClassifier",
     "DirichletCalibrator",
@@ -53,6 +57,8 @@ __all__ = [
     "ScalingBinningCalibrator",
     "ScoreCache",
     "SplineCalibrator",
+    "StructuredMatrixScalingCalibrator",
+    "StructuredVectorScalingCalibrator",
     "TemperatureCalibrator",
     "VectorScalingCalibrator",
     "VennAbersCalibrator",

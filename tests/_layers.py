@@ -41,7 +41,7 @@ LAYERS = (
     (("skcalib._base",),),
     (("skcalib.calibration",), ("skcalib.conformal",)),
     (("skcalib.metrics",),),
-    (("skcalib.selection",), ("skcalib.decision",)),
+    (("skcalib.selection",), ("skcalib.decision",), ("skcalib.monitoring",)),
     (("skcalib.plotting",), ("skcalib.datasets",)),
     (("skcalib._report", "skcalib.__main__"),),
     (("skcalib",),),

@@ -424,3 +424,11 @@ def test_cold_start_quick(tmp_path):
     row = next(r for r in text.splitlines() if r.startswith("| expected_calib"))
     assert row.rstrip().endswith("| no |"), row
     assert _mtimes() == before
+
+
+def test_monitor_quick(tmp_path):
+    from benchmarks.bench_monitor import main
+
+    assert main(["--quick", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "monitor.md").read_text()
+    assert "repeated Hosmer-Lemeshow" in text and "flagged within 5 batches" in text

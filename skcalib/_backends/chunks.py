@@ -25,6 +25,7 @@ from skcalib._core.labels import (
     unique_inverse,
 )
 from skcalib._core.scores import Scores, resolve_score_type
+from skcalib._core.weights import unit_weights
 
 __all__ = []  # private module
 
@@ -229,10 +230,8 @@ def _survey_chunk(X, y, w, score_type="auto"):
     labels, inverse = unique_inverse(y)
     top = float(w.max()) if w is not None and w.size else 1.0
     unit = 1.0
-    if w is not None and top > 0:
-        # divided by a power of two: exact, and the sums cannot overflow
-        e = int(np.frexp(top)[1]) - 1
-        w, unit = np.ldexp(w, -e), float(np.ldexp(1.0, e))
+    if w is not None:  # divided by a power of two: exact, sums cannot overflow
+        w, unit = unit_weights(w, top)
     weights = np.bincount(inverse.ravel(), weights=w, minlength=labels.size).astype(
         np.float64
     )

@@ -38,7 +38,11 @@ import numpy as np
 
 from skcalib._core import accel as _accel
 from skcalib._core.compat import Interval
-from skcalib._core.quantile_search import quantile_levels, weighted_quantiles
+from skcalib._core.quantile_search import (
+    edges_from_quantiles,
+    quantile_levels,
+    weighted_quantiles,
+)
 
 __all__ = []  # private module: nothing public here
 
@@ -211,13 +215,7 @@ def bin_edges(scores, n_bins, strategy="uniform", sample_weight=None):
     if strategy == "discrete":
         return discrete_edges(scores)
     interior = weighted_quantiles(scores, quantile_levels(n_bins), sample_weight)
-    interior = np.clip(interior, 0.0, 1.0)
-    # 1 is already the top edge, and an edge at the largest score would only
-    # open an empty top bin: every equal-mass bin holds data. An edge at 0
-    # stays: it closes the bin [0, 0] of the scores at exactly 0.
-    top = min(1.0, float(scores.max()))
-    interior = interior[interior < top]
-    return np.concatenate(([0.0], np.unique(interior), [1.0]))
+    return edges_from_quantiles(interior, scores.max())
 
 
 def discrete_edges(scores):
@@ -231,9 +229,7 @@ def discrete_edges(scores):
             f"{DISCRETE_MAX_VALUES}): they look continuous; use "
             "strategy='uniform' or strategy='quantile' with n_bins."
         )
-    interior = np.clip(values[:-1].astype(np.float64), 0.0, 1.0)
-    interior = interior[interior < 1.0]
-    return np.concatenate(([0.0], interior, [1.0]))
+    return edges_from_quantiles(values[:-1], values[-1])
 
 
 @lru_cache(maxsize=32)

@@ -24,6 +24,7 @@ from skcalib._core.labels import _UNKNOWN, int_span
 from skcalib._core.labels import encode as _encode
 from skcalib._core.labels import present_labels as _present_labels
 from skcalib._core.scores import check_probabilities
+from skcalib._core.weights import unit_exponent
 
 __all__ = []  # private module
 
@@ -248,11 +249,11 @@ def weight_scale(max_weight):
 
     Weights are divided by it: a power of two divides exactly, so integer
     weights keep exact sums (and quantile edges their ties), and the largest
-    weight becomes a number in ``[1, 2)``.
+    weight becomes a number in ``[1, 2)`` (the rule of
+    :func:`~skcalib._core.weights.unit_exponent`).
     """
-    if not (np.isfinite(max_weight) and max_weight > 0):
-        return 1.0
-    return float(np.ldexp(1.0, int(np.frexp(max_weight)[1]) - 1))
+    e = unit_exponent(max_weight)
+    return 1.0 if e is None else float(np.ldexp(1.0, e))
 
 
 def check_sample_weight(sample_weight, n_samples, *, chunk=False, scale=None):

@@ -35,6 +35,35 @@ def weighted_quantiles(scores, quantiles, sample_weight=None):
     return s[np.minimum(idx, s.size - 1)].astype(np.float64)
 
 
+def edges_from_quantiles(values, top):
+    """The bin edges of :func:`~skcalib._core.binning.bin_edges` from the
+    quantile values of the scores (``strategy="quantile"``) or other data
+    values taken as interior edges.
+
+    ``values`` (any float dtype, any order) are clipped to ``[0, 1]``; those
+    at or above ``min(1, top)`` are dropped, where ``top`` is the largest
+    score of positive weight (1 is already the last edge, and an edge at the
+    largest score would only open an empty top bin); ties are merged, and
+    the first and last edges are 0 and 1. An edge at 0 is kept: the bin
+    ``[0, 0]`` of the scores at exactly 0. Every numpy and array-API path
+    finishes its edges here (the values are few, ``n_bins - 1``).
+
+    Returns
+    -------
+    edges : ndarray, float64
+        Increasing, ``edges[0] == 0`` and ``edges[-1] == 1``; each interior
+        edge is one of ``values`` exactly (float32 values stay exact).
+
+    Examples
+    --------
+    >>> edges_from_quantiles(np.array([0.0, 0.25, 0.25, 0.7, 0.9]), top=0.7)
+    array([0.  , 0.  , 0.25, 1.  ])
+    """
+    interior = np.clip(np.asarray(values, dtype=np.float64), 0.0, 1.0)
+    interior = interior[interior < min(1.0, float(top))]
+    return np.concatenate(([0.0], np.unique(interior), [1.0]))
+
+
 # ------------------------------------------------ quantile edges, pass by pass
 #: Bits of the score keys settled by each pass of :class:`QuantileEdgeSearch`:
 #: a pass returns at most ``2**16`` counts per quantile (2 passes for float32
@@ -323,10 +352,10 @@ class QuantileEdgeSearch:
                 out.append(np.array([0.0, 1.0]))
                 continue
             values = t["prefix"].astype(utype).view(self.dtype).astype(np.float64)
-            # The edges bin_edges keeps: below the largest score (some score
-            # of positive weight is larger) and below 1; an edge at 0 stays.
-            keep = (values < 1.0) & (t["at_most"] < self._n[g])
-            out.append(np.concatenate(([0.0], np.unique(values[keep]), [1.0])))
+            # The largest score is the smallest edge with every score at or
+            # below it (1 when there is none: every edge is below it).
+            top = np.min(values[t["at_most"] >= self._n[g]], initial=1.0)
+            out.append(edges_from_quantiles(values, top))
         return out
 
 

@@ -47,14 +47,49 @@ def check_count_weights(sample_weight, name):
         )
 
 
+def unit_exponent(top):
+    """The exponent ``e`` of the power of two at or just below ``top``,
+    ``2**e <= top < 2**(e + 1)`` (from ``e = -1074``, the smallest
+    subnormal 5e-324, to ``e = 1023``); None when ``top`` is not positive
+    and finite.
+
+    The one rule by which skcalib rescales sample weights: dividing them by
+    ``2**e`` (:func:`unit_weights`) is exact (no rounding, unless a weight
+    more than ``2**1022`` times below the largest turns subnormal), the
+    largest weight becomes a number in ``[1, 2)``, and a sum of ``n``
+    rescaled weights stays below ``2 n``, whether the weights are subnormal
+    or near 1.8e308. ``2.0**e`` itself is a float64 for every such ``e``.
+
+    Examples
+    --------
+    >>> unit_exponent(1.0), unit_exponent(1.5), unit_exponent(0.75)
+    (0, 0, -1)
+    >>> unit_exponent(3e300), unit_exponent(5e-324), unit_exponent(0.0)
+    (998, -1074, None)
+    """
+    top = float(top)
+    if not (np.isfinite(top) and top > 0):
+        return None
+    return int(np.frexp(top)[1]) - 1
+
+
 def unit_weights(sample_weight, top=None):
     """``sample_weight`` divided by the power of two ``2**e`` at or just below
-    its maximum ``top`` (exact; the largest weight becomes a number in
-    ``[1, 2)``, as in the metrics), and that divisor: ``(w, 2.0**e)``;
-    neither overflows, from subnormal weights to 1.8e308. ``top <= 0``:
-    returned as given, 1.0."""
-    top = float(np.max(sample_weight)) if top is None else float(top)
-    if not top > 0:
+    its maximum ``top`` (:func:`unit_exponent`; exact, the largest weight
+    becomes a number in ``[1, 2)``, as in the metrics), and that divisor:
+    ``(w, 2.0**e)``. ``top`` not positive (or not finite): returned as
+    given, 1.0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> w, unit = unit_weights(np.array([0.0, 3e300, 1e300]))
+    >>> unit == 2.0**998, float(w.max())
+    (True, 1.1199163422038627)
+    >>> bool(np.all(w * unit == [0.0, 3e300, 1e300]))
+    True
+    """
+    e = unit_exponent(np.max(sample_weight) if top is None else top)
+    if e is None:
         return sample_weight, 1.0
-    e = int(np.frexp(top)[1]) - 1
     return np.ldexp(sample_weight, -e), float(np.ldexp(1.0, e))

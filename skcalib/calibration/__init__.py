@@ -26,6 +26,10 @@ from skcalib.calibration._platt import PlattCalibrator
 from skcalib.calibration._prior_shift import PriorShiftAdapter
 from skcalib.calibration._scaling_binning import ScalingBinningCalibrator
 from skcalib.calibration._spline import SplineCalibrator
+from skcalib.calibration._structured_scaling import (
+    StructuredMatrixScalingCalibrator,
+    StructuredVectorScalingCalibrator,
+)
 from skcalib.calibration._temperature import TemperatureCalibrator
 from skcalib.calibration._venn_abers import VennAbersCalibrator
 
@@ -45,6 +49,8 @@ __all__ = [
     "PriorShiftAdapter",
     "ScalingBinningCalibrator",
     "SplineCalibrator",
+    "StructuredMatrixScalingCalibrator",
+    "StructuredVectorScalingCalibrator",
     "TemperatureCalibrator",
     "VectorScalingCalibrator",
     "VennAbersCalibrator",

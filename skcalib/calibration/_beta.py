@@ -13,6 +13,7 @@ from skcalib._core.solvers.logistic import fit_logistic
 from skcalib._core.xp import to_numpy
 from skcalib._core.xp.solvers_logistic import xp_fit_logistic
 from skcalib.calibration._one_vs_rest import _OneVsRestCalibrator
+from skcalib.calibration._partial_fit import FORGETTING_FACTOR, PartialFitMixin
 
 __all__ = ["BetaCalibrator"]
 
@@ -180,7 +181,7 @@ def _log_expm1(x):
 
 
 # ------------------------------------------------------------------ estimator
-class BetaCalibrator(_OneVsRestCalibrator):
+class BetaCalibrator(PartialFitMixin, _OneVsRestCalibrator):
     """Beta calibration: a logistic map of ``ln p`` and ``ln(1 - p)``.
 
     For the model's probability ``p`` of the class (binary: the positive
@@ -237,6 +238,12 @@ class BetaCalibrator(_OneVsRestCalibrator):
         Newton iterations per fit (a refit after a negative slope starts again).
     tol : float, default=1e-10
         Relative step size that ends the Newton iterations.
+    forgetting_factor : float in (0, 1], default=1.0
+        :meth:`partial_fit` only: after ``m`` batches, the rows of the
+        ``j``-th weigh ``forgetting_factor ** (m - j)`` times their
+        ``sample_weight`` (exponential forgetting of old batches, for
+        drifting streams): the fit is the weighted fit on the concatenated
+        batches. 1 forgets nothing; :meth:`fit` does not use it.
 
     Attributes
     ----------
@@ -337,6 +344,7 @@ class BetaCalibrator(_OneVsRestCalibrator):
         "parameters": [StrOptions({"abm", "am", "ab"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
+        "forgetting_factor": FORGETTING_FACTOR,
     }
     _map_input = "log_odds"
     _array_api_native = True
@@ -352,6 +360,7 @@ class BetaCalibrator(_OneVsRestCalibrator):
         multi_class="ovr",
         max_iter=100,
         tol=1e-10,
+        forgetting_factor=1.0,
     ):
         self.estimator = estimator
         self.parameters = parameters
@@ -361,6 +370,7 @@ class BetaCalibrator(_OneVsRestCalibrator):
         self.multi_class = multi_class
         self.max_iter = max_iter
         self.tol = tol
+        self.forgetting_factor = forgetting_factor
 
     def _fit_map(self, score, target, sample_weight):
         fitted = fit_beta(

@@ -14,6 +14,7 @@ from skcalib._core.binning import (
     lookup_bins,
 )
 from skcalib._core.compat import Interval, StrOptions
+from skcalib._core.weights import unit_weights
 from skcalib._core.xp import to_numpy
 from skcalib._core.xp.binning import (
     sorted_scores,
@@ -21,7 +22,9 @@ from skcalib._core.xp.binning import (
     xp_lookup_bins,
     xp_quantile_edges,
 )
+from skcalib._core.xp.weights import xp_unit_weights
 from skcalib.calibration._one_vs_rest import OUTPUT_EPS, _OneVsRestCalibrator
+from skcalib.calibration._partial_fit import FORGETTING_FACTOR, PartialFitMixin
 
 __all__ = ["HistogramBinningCalibrator"]
 
@@ -94,46 +97,37 @@ def _xp_n_distinct_sorted(ns, s_sorted, w_sorted=None):
     return 1 + int(to_numpy(changes))
 
 
-def unit_weights(sample_weight):
-    """Weights divided by a power of two ``2**e`` near their maximum (an
-    exact division, so sums of weights 1e308 do not overflow), the size of
-    the sample they count (their sum, in the given units: weight 2 is a
-    duplicated row) and ``e``. ``None`` stays ``None`` (size: its length,
-    ``e = 0``)."""
+def _weights_in_units(sample_weight):
+    """The weights divided by the power of two ``unit`` at or just below
+    their maximum (:func:`~skcalib._core.weights.unit_weights`: exact, so
+    sums of weights 1e308 do not overflow), the size of the sample they
+    count (their sum, in the given units: weight 2 is a duplicated row) and
+    ``unit``. ``None`` stays ``None`` (size ``None``: the number of rows)."""
     if sample_weight is None:
-        return None, None, 0
+        return None, None, 1.0
     top = float(sample_weight.max()) if sample_weight.size else 0.0
     if not top > 0:
-        return sample_weight, 0.0, 0
-    e = int(np.frexp(top)[1])
-    w = np.ldexp(sample_weight, -e)
-    with np.errstate(over="ignore"):
-        size = float(np.ldexp(float(w.sum()), e))
-    return w, size, e
+        return sample_weight, 0.0, 1.0
+    w, unit = unit_weights(sample_weight, top)
+    return w, float(w.sum()) * unit, unit  # a Python float: inf, no warning
 
 
-def _xp_unit_weights(ns, sample_weight):
-    """:func:`unit_weights` of weights on a device (the division in two
-    exact power-of-two factors, so that neither overflows)."""
+def _xp_weights_in_units(ns, sample_weight):
+    """:func:`_weights_in_units` of weights on a device."""
     if sample_weight is None:
-        return None, None, 0
+        return None, None, 1.0
     xp = ns.xp
     top = float(to_numpy(xp.max(sample_weight))) if sample_weight.shape[0] else 0.0
     if not top > 0:
-        return sample_weight, 0.0, 0
-    e = int(np.frexp(top)[1])
-    half = -e // 2
-    w = (sample_weight * float(np.ldexp(1.0, half))) * float(np.ldexp(1.0, -e - half))
-    with np.errstate(over="ignore"):
-        size = float(np.ldexp(float(to_numpy(xp.sum(w))), e))
-    return w, size, e
+        return sample_weight, 0.0, 1.0
+    w, unit = xp_unit_weights(ns, sample_weight, top)
+    return w, float(to_numpy(xp.sum(w))) * unit, unit
 
 
-def _in_units(value, e):
-    """``value * 2**-e``, at most 1e300 (weights below 2**-996: a prior of
+def _in_units(value, unit):
+    """``value / unit``, at most 1e300 (weights below 2**-996: a prior of
     1e300 outweighs any data just the same)."""
-    with np.errstate(over="ignore"):
-        return min(float(np.ldexp(value, -e)), 1e300)
+    return min(value / unit, 1e300)  # Python floats: inf, no warning
 
 
 def hybrid_edges(score, n_bins, sample_weight=None, quantile_edges=None):
@@ -176,7 +170,7 @@ def _binned_chunk(scores, y, w, *, view, edges, smooth):
     return binned_sums(score, edges, w, *values, in_range=True)
 
 
-class HistogramBinningCalibrator(_OneVsRestCalibrator):
+class HistogramBinningCalibrator(PartialFitMixin, _OneVsRestCalibrator):
     """Histogram binning: replace a probability by the frequency of its bin.
 
     The probability ``p`` of the class (one-vs-rest) or of the predicted class
@@ -297,6 +291,12 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
         miss classes (:ref:`absent_classes`); None: the sorted labels of ``y``.
     multi_class : {"ovr", "top_label"}, default="ovr"
         Strategy for more than two classes.
+    forgetting_factor : float in (0, 1], default=1.0
+        :meth:`partial_fit` only: after ``m`` batches, the rows of the
+        ``j``-th weigh ``forgetting_factor ** (m - j)`` times their
+        ``sample_weight`` (exponential forgetting of old batches, for
+        drifting streams): the fit is the weighted fit on the concatenated
+        batches. 1 forgets nothing; :meth:`fit` does not use it.
 
     Attributes
     ----------
@@ -371,6 +371,7 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
         "n_bins": N_BINS_OR_AUTO,
         "strategy": [StrOptions({"uniform", "quantile", "hybrid"})],
         "smoothing": [Interval(Real, 0, None, closed="left")],
+        "forgetting_factor": FORGETTING_FACTOR,
     }
     _map_input = "proba"
     _map_output_clipped = True
@@ -388,6 +389,7 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
         response_method="auto",
         classes=None,
         multi_class="ovr",
+        forgetting_factor=1.0,
     ):
         self.estimator = estimator
         self.n_bins = n_bins
@@ -397,6 +399,7 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
         self.response_method = response_method
         self.classes = classes
         self.multi_class = multi_class
+        self.forgetting_factor = forgetting_factor
 
     @property
     def _rescale_sample_weight(self):
@@ -416,7 +419,7 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
 
     def _fit_map(self, score, target, sample_weight):
         # target: boolean, or the 0/1 encoded labels of a binary problem.
-        w, size, e = unit_weights(sample_weight)
+        w, size, unit = _weights_in_units(sample_weight)
         n_bins = self._resolve_bins(
             score.shape[0] if w is None else size,
             partial(n_distinct_scores, score, w),
@@ -428,18 +431,18 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
             sums = binned_sums(
                 score, edges, w, target, in_range=True, binary_target=True
             )
-        prior = _in_units(float(self.smoothing), e)
+        prior = _in_units(float(self.smoothing), unit)
         edges, proba, counts = self._table(edges, *sums, prior=prior)
-        if e:  # counts in the units of the given weights (as fit_chunks)
+        if unit != 1.0:  # counts in the units of the given weights (as fit_chunks)
             with np.errstate(over="ignore"):
-                counts = np.ldexp(counts, e)
+                counts = counts * unit
         return edges, proba, counts, n_bins
 
     def _fit_map_xp(self, ns, score, target, sample_weight):
         # The device's counterpart of _fit_map: sums on the device, the
         # table (n_bins numbers) by the numpy code.
         xp = ns.xp
-        w, size, e = _xp_unit_weights(ns, sample_weight)
+        w, size, unit = _xp_weights_in_units(ns, sample_weight)
         order, s, ws = sorted_scores(ns, score, w)
         n_bins = self._resolve_bins(
             score.shape[0] if w is None else size,
@@ -448,11 +451,11 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
         edges = self._edges_xp(ns, s, n_bins, ws)
         values = (xp.take(target, order),) + ((s,) if self.smoothing > 0 else ())
         sums = xp_binned_sums(ns, s, edges, ws, *values)
-        prior = _in_units(float(self.smoothing), e)
+        prior = _in_units(float(self.smoothing), unit)
         edges, proba, counts = self._table(edges, *sums, prior=prior)
-        if e:
+        if unit != 1.0:
             with np.errstate(over="ignore"):
-                counts = np.ldexp(counts, e)
+                counts = counts * unit
         return edges, proba, counts, n_bins
 
     def _edges_xp(self, ns, s_sorted, n_bins, w_sorted):
@@ -492,7 +495,7 @@ class HistogramBinningCalibrator(_OneVsRestCalibrator):
             # The equal-mass half needs the map's scores at once: one pass
             # gathers them (16 bytes a row, one map at a time).
             score, w = gather()
-            edges = hybrid_edges(score, n_bins, unit_weights(w)[0])
+            edges = hybrid_edges(score, n_bins, _weights_in_units(w)[0])
         else:
             edges = bin_edges(None, n_bins, "uniform")
         sums = data.map_scores(

@@ -10,11 +10,12 @@ from numbers import Real
 
 from skcalib._core.compat import Interval, StrOptions
 from skcalib.calibration._linear_map import _LinearMapCalibrator
+from skcalib.calibration._partial_fit import FORGETTING_FACTOR, PartialFitMixin
 
 __all__ = ["MatrixScalingCalibrator", "VectorScalingCalibrator"]
 
 
-class VectorScalingCalibrator(_LinearMapCalibrator):
+class VectorScalingCalibrator(PartialFitMixin, _LinearMapCalibrator):
     """Vector scaling: one scale and one offset per class on the logits.
 
     .. math::
@@ -63,6 +64,12 @@ class VectorScalingCalibrator(_LinearMapCalibrator):
         means 1 unless in a :func:`joblib.parallel_backend` context, ``-1``
         all cores. The result does not depend on it. BLAS is kept to one
         thread during the fit (the products are small).
+    forgetting_factor : float in (0, 1], default=1.0
+        :meth:`partial_fit` only: after ``m`` batches, the rows of the
+        ``j``-th weigh ``forgetting_factor ** (m - j)`` times their
+        ``sample_weight`` (exponential forgetting of old batches, for
+        drifting streams): the fit is the weighted fit on the concatenated
+        batches. 1 forgets nothing; :meth:`fit` does not use it.
 
     Attributes
     ----------
@@ -145,6 +152,10 @@ class VectorScalingCalibrator(_LinearMapCalibrator):
     array([1., 1.])
     """
 
+    _parameter_constraints: dict = {
+        **_LinearMapCalibrator._parameter_constraints,
+        "forgetting_factor": FORGETTING_FACTOR,
+    }
     _diagonal = True
 
     def __init__(
@@ -159,6 +170,7 @@ class VectorScalingCalibrator(_LinearMapCalibrator):
         max_iter=100,
         tol=1e-8,
         n_jobs=None,
+        forgetting_factor=1.0,
     ):
         self.estimator = estimator
         self.score_type = score_type
@@ -169,6 +181,7 @@ class VectorScalingCalibrator(_LinearMapCalibrator):
         self.max_iter = max_iter
         self.tol = tol
         self.n_jobs = n_jobs
+        self.forgetting_factor = forgetting_factor
 
 
 class MatrixScalingCalibrator(_LinearMapCalibrator):

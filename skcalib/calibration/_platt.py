@@ -17,6 +17,7 @@ from skcalib._core.solvers.logistic import (
 from skcalib._core.xp import to_numpy
 from skcalib._core.xp.solvers_logistic import xp_fit_platt
 from skcalib.calibration._one_vs_rest import _OneVsRestCalibrator
+from skcalib.calibration._partial_fit import FORGETTING_FACTOR, PartialFitMixin
 
 __all__ = ["PlattCalibrator"]
 
@@ -32,7 +33,7 @@ def _abs_max_chunk(scores, y, w, *, view):
     return (float(np.max(np.abs(view(scores, y)[0]), initial=0.0)),)
 
 
-class PlattCalibrator(_OneVsRestCalibrator):
+class PlattCalibrator(PartialFitMixin, _OneVsRestCalibrator):
     """Platt scaling: a logistic map of the log-odds.
 
     ``P(y = 1 | s) = 1 / (1 + exp(-(a s + b)))`` where ``s`` is the log-odds
@@ -83,6 +84,12 @@ class PlattCalibrator(_OneVsRestCalibrator):
         Newton iterations per map.
     tol : float, default=1e-10
         Relative step size that ends the Newton iterations.
+    forgetting_factor : float in (0, 1], default=1.0
+        :meth:`partial_fit` only: after ``m`` batches, the rows of the
+        ``j``-th weigh ``forgetting_factor ** (m - j)`` times their
+        ``sample_weight`` (exponential forgetting of old batches, for
+        drifting streams): the fit is the weighted fit on the concatenated
+        batches. 1 forgets nothing; :meth:`fit` does not use it.
 
     Attributes
     ----------
@@ -145,6 +152,7 @@ class PlattCalibrator(_OneVsRestCalibrator):
         **_OneVsRestCalibrator._parameter_constraints,
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
+        "forgetting_factor": FORGETTING_FACTOR,
     }
     _map_input = "log_odds"
     _array_api_native = True
@@ -161,6 +169,7 @@ class PlattCalibrator(_OneVsRestCalibrator):
         multi_class="ovr",
         max_iter=100,
         tol=1e-10,
+        forgetting_factor=1.0,
     ):
         self.estimator = estimator
         self.score_type = score_type
@@ -169,6 +178,7 @@ class PlattCalibrator(_OneVsRestCalibrator):
         self.multi_class = multi_class
         self.max_iter = max_iter
         self.tol = tol
+        self.forgetting_factor = forgetting_factor
 
     def _fit_map(self, score, target, sample_weight):
         return self._platt_result(

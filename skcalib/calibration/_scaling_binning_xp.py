@@ -23,7 +23,7 @@ from skcalib._core.xp.binning import (
     xp_quantile_edges,
 )
 from skcalib._core.xp.solvers_logistic import xp_fit_platt
-from skcalib._core.xp.solvers_temperature import xp_unit_weights
+from skcalib._core.xp.weights import xp_unit_weights
 from skcalib.calibration._one_vs_rest import OUTPUT_EPS, _xp_columns, _xp_log_odds
 
 __all__ = []  # private module
@@ -76,7 +76,7 @@ def device_fit(est, scores, y, sample_weight):
         coef.append(float(a))
         intercept.append(float(b))
     est.coef_, est.intercept_ = np.array(coef), np.array(intercept)
-    w2 = xp_unit_weights(ns, w)
+    w2 = xp_unit_weights(ns, w)[0]
     est.bin_edges_, est.bin_proba_, est.bin_counts_ = [], [], []
     for s, a, b in zip(odds, coef, intercept, strict=True):
         q = 1.0 / (1.0 + xp.exp(-(a * s + b)))

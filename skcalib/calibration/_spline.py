@@ -35,14 +35,45 @@ def weighted_knots(score, w, n_knots):
     ``score`` (the inverse of the weighted empirical distribution function:
     the smallest score whose cumulative weight reaches each level), so the
     first and last knots are the smallest and largest score. Fewer than
-    ``n_knots`` when quantiles coincide (tied or few distinct scores)."""
+    ``n_knots`` when quantiles coincide (tied or few distinct scores) or
+    nearly coincide (:func:`merge_close_knots`)."""
     order = np.argsort(score, kind="stable")
     s = score[order]
     cum = np.cumsum(np.ones_like(s) if w is None else w[order])
     levels = np.linspace(0.0, 1.0, n_knots) * cum[-1]
     idx = np.minimum(np.searchsorted(cum, levels, side="left"), s.size - 1)
     knots = np.unique(np.r_[s[0], s[idx], s[-1]])
-    return knots
+    return merge_close_knots(knots)
+
+
+#: Knot intervals narrower than this fraction of the median interval are
+#: closed (see :func:`merge_close_knots`).
+MIN_KNOT_GAP = 1e-3
+
+
+def merge_close_knots(knots):
+    """Drop interior knots that leave an interval narrower than
+    :data:`MIN_KNOT_GAP` times the median knot interval (the end knots,
+    the smallest and largest score, stay).
+
+    Quantiles that fall inside a cluster of nearly tied scores give such
+    intervals: float32 probabilities floored at 1e-12 make about a tenth
+    of a CIFAR-10 class's scores agree to 1e-8 in log-odds, and two
+    knots 1.4e-8 apart. The roughness of an interval grows as its width
+    to the power -3, so this one put entries of 1e30 in ``Omega`` beside
+    curvatures of 10: the penalty was lost to rounding (the free fit was
+    unpenalised, whatever ``lambda``) and the monotone solver diverged.
+    A ratio of 1e-3 keeps the spread of ``Omega`` within 1e9."""
+    if knots.size < 3:
+        return knots
+    gap = MIN_KNOT_GAP * float(np.median(np.diff(knots)))
+    keep = [knots[0]]
+    for knot in knots[1:-1]:  # at most n_knots knots, not samples
+        if knot - keep[-1] >= gap:
+            keep.append(knot)
+    if len(keep) > 1 and knots[-1] - keep[-1] < gap:
+        keep.pop()
+    return np.array([*keep, knots[-1]])
 
 
 class SplineBasis:
@@ -325,7 +356,11 @@ class SplineCalibrator(_OneVsRestCalibrator):
 
     **Knots.** When quantiles coincide (tied scores, or fewer distinct
     scores than ``n_knots``) the distinct ones are kept: a map has
-    ``n_knots_[k] <= n_knots`` knots, reported per map. Two distinct scores
+    ``n_knots_[k] <= n_knots`` knots, reported per map. So are nearly
+    coincident ones: an interior knot closer to the previous one than
+    1e-3 of the median knot interval is dropped (floored probabilities,
+    ties to rounding, once put two knots 1.4e-8 apart and the penalty out
+    of reach of double precision; see ``merge_close_knots``). Two distinct scores
     give a straight line (Platt scaling with the penalty's help); one
     distinct score (constant scores) gives a constant, the mean of Platt's
     targets ``(N_+ t_+ + N_- t_-) / N`` (as :class:`PlattCalibrator`

@@ -23,6 +23,7 @@ from skcalib._core.solvers.temperature import (
 )
 from skcalib._core.xp.scores import softmax as xp_softmax
 from skcalib._core.xp.solvers_temperature import fit_temperature_xp
+from skcalib.calibration._partial_fit import FORGETTING_FACTOR, PartialFitMixin
 
 __all__ = ["TemperatureCalibrator"]
 
@@ -69,7 +70,7 @@ def _temperature_chunk_terms(scores, y, w, *, beta, coarse, scale=1.0):
     )
 
 
-class TemperatureCalibrator(BaseCalibrator):
+class TemperatureCalibrator(PartialFitMixin, BaseCalibrator):
     """Temperature scaling: divide the logits by one fitted temperature.
 
     .. math::
@@ -119,6 +120,12 @@ class TemperatureCalibrator(BaseCalibrator):
         Threads for the passes over the scores (numpy releases the GIL);
         ``None`` means 1 unless in a :func:`joblib.parallel_backend` context,
         ``-1`` all cores. The result does not depend on it.
+    forgetting_factor : float in (0, 1], default=1.0
+        :meth:`partial_fit` only: after ``m`` batches, the rows of the
+        ``j``-th weigh ``forgetting_factor ** (m - j)`` times their
+        ``sample_weight`` (exponential forgetting of old batches, for
+        drifting streams): the fit is the weighted fit on the concatenated
+        batches. 1 forgets nothing; :meth:`fit` does not use it.
 
     Attributes
     ----------
@@ -181,6 +188,7 @@ class TemperatureCalibrator(BaseCalibrator):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "n_jobs": [Integral, None],
+        "forgetting_factor": FORGETTING_FACTOR,
     }
 
     _array_api_native = True
@@ -195,6 +203,7 @@ class TemperatureCalibrator(BaseCalibrator):
         max_iter=100,
         tol=1e-8,
         n_jobs=None,
+        forgetting_factor=1.0,
     ):
         self.estimator = estimator
         self.score_type = score_type
@@ -203,6 +212,7 @@ class TemperatureCalibrator(BaseCalibrator):
         self.max_iter = max_iter
         self.tol = tol
         self.n_jobs = n_jobs
+        self.forgetting_factor = forgetting_factor
 
     def _fit(self, scores, y, sample_weight):
         # 2-D probabilities go to the solver as they are: it takes their log

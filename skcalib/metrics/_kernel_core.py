@@ -1,10 +1,12 @@
 """The arithmetic of the kernel calibration error (Widmann et al. 2019).
 
-The matrix-valued kernel is ``k(p, p') = exp(-||p - p'|| / nu) I_K`` (the
-Laplacian kernel of the Euclidean distance on the simplex, times the
-identity), so the term of a pair of samples is
+The matrix-valued kernel is ``k(p, p') = exp(-d(p, p') / nu) I_K``, with
+``d`` the Euclidean distance (``metric="euclidean"``) or the total variation
+distance ``TV(p, p') = sum_k |p_k - p'_k| / 2`` (``metric="tv"``, the kernel
+of the experiments of Widmann et al.), times the identity, so the term of a
+pair of samples is
 
-``h_ij = exp(-||p_i - p_j|| / nu) (e_{y_i} - p_i) . (e_{y_j} - p_j)``.
+``h_ij = exp(-d(p_i, p_j) / nu) (e_{y_i} - p_i) . (e_{y_j} - p_j)``.
 
 Every function here takes validated float64 probabilities ``P`` of shape
 ``(n, K)`` and label codes (column indices). The label codes may have a
@@ -34,6 +36,10 @@ NEAR_TIE = 1e-6
 MEDIAN_ROWS = 4096
 #: Entries (float64) of the largest temporary of the resampling loops.
 RESAMPLE_ENTRIES = 1 << 22
+#: Entries (float64) of the ``(rows, rows, classes)`` temporary of the total
+#: variation distances of a block.
+TV_ENTRIES = 1 << 21
+METRICS = ("euclidean", "tv")
 
 
 def _pairwise_distances(A, B):
@@ -53,9 +59,27 @@ def _pairwise_distances(A, B):
     return np.sqrt(D2, out=D2)
 
 
-def kernel_matrix(A, B, nu):
-    """``exp(-||a_i - b_j|| / nu)`` for the rows of ``A`` and ``B``."""
-    K = _pairwise_distances(A, B)
+def _pairwise_tv(A, B):
+    """Total variation distances ``sum_k |a_ik - b_jk| / 2`` of the rows of
+    ``A`` to the rows of ``B``, a few columns at a time (a temporary of at
+    most :data:`TV_ENTRIES` entries); exactly 0 for equal rows."""
+    D = np.zeros((A.shape[0], B.shape[0]))
+    step = max(1, TV_ENTRIES // max(D.size, 1))
+    for c in range(0, A.shape[1], step):  # a loop over classes, not samples
+        cols = slice(c, c + step)
+        D += np.abs(A[:, None, cols] - B[None, :, cols]).sum(axis=2)
+    D *= 0.5
+    return D
+
+
+def distance_matrix(A, B, metric="euclidean"):
+    """Distances ``d(a_i, b_j)`` of the kernel's ``metric``."""
+    return _pairwise_tv(A, B) if metric == "tv" else _pairwise_distances(A, B)
+
+
+def kernel_matrix(A, B, nu, metric="euclidean"):
+    """``exp(-d(a_i, b_j) / nu)`` for the rows of ``A`` and ``B``."""
+    K = distance_matrix(A, B, metric)
     K *= -1.0 / nu
     return np.exp(K, out=K)
 
@@ -95,16 +119,38 @@ def median_rows(P):
     return P[order[picks]]
 
 
-def median_bandwidth(P):
-    """The median heuristic: the median of the distances ``||p_i - p_j||``
-    over the pairs ``i < j`` of :func:`median_rows` (every row up to
-    :data:`MEDIAN_ROWS` rows: the exact median). Zero distances (tied rows)
-    are left out when they are the median; 1.0 when every row is the same
-    (the kernel is then 1 for any bandwidth). It does not depend on the
-    order of the rows: the distances of a permutation are the same numbers
-    (``(a - b)**2 == (b - a)**2`` exactly)."""
-    d = pdist(median_rows(P))
-    nu = _median(d) if d.size else 0.0
+def _median_all(d, n):
+    """The median of the ``n**2`` entries of the distance matrix whose
+    pairs ``i < j`` have the distances ``d``: its ``n`` zeros on the
+    diagonal and every distance twice. Entry ``t`` of the sorted matrix is 0
+    for ``t < n``, else the distance of rank ``(t - n) // 2``."""
+    total = n * n
+    ranks = [total // 2] if total % 2 else [total // 2 - 1, total // 2]
+    needed = sorted({(t - n) // 2 for t in ranks if t >= n})
+    if needed:
+        d.partition(needed)
+    values = [d[(t - n) // 2] if t >= n else 0.0 for t in ranks]
+    return float(sum(values) / len(values))
+
+
+def median_bandwidth(P, metric="euclidean", diagonal=False):
+    """The median heuristic: the median of the distances ``d(p_i, p_j)``
+    (the kernel's ``metric``) over the pairs ``i < j`` of
+    :func:`median_rows` (every row up to :data:`MEDIAN_ROWS` rows: the exact
+    median); with ``diagonal=True``, the median of all the entries of their
+    distance matrix, the zeros ``d(p_i, p_i)`` included and every pair
+    twice (the median of the experiments of Widmann et al. 2019). Zero
+    distances (tied rows) are left out when the median is 0; 1.0 when every
+    row is the same (the kernel is then 1 for any bandwidth). It does not
+    depend on the order of the rows: the distances of a permutation are the
+    same numbers (``(a - b)**2 == (b - a)**2`` and ``|a - b| == |b - a|``
+    exactly)."""
+    rows = median_rows(P)
+    d = pdist(rows, "cityblock") * 0.5 if metric == "tv" else pdist(rows)
+    if diagonal:
+        nu = _median_all(d, rows.shape[0])
+    else:
+        nu = _median(d) if d.size else 0.0
     if nu > 0:
         return nu
     positive = d[d > 0]
@@ -122,7 +168,7 @@ def _one_hot_residuals(P, Y):
     return R
 
 
-def quadratic_sums(P, Y, nu, block=BLOCK):
+def quadratic_sums(P, Y, nu, block=BLOCK, metric="euclidean"):
     """``sum_{i<j} h_ij`` for each label column of ``Y`` (shape ``(n, c)``),
     block by block: memory ``O(block**2 + block K c)``."""
     n = P.shape[0]
@@ -139,7 +185,7 @@ def quadratic_sums(P, Y, nu, block=BLOCK):
             if t < s:
                 continue
             J = slice(t, min(t + block, n))
-            kernel = kernel_matrix(P[I], P[J], nu)
+            kernel = kernel_matrix(P[I], P[J], nu, metric)
             if t == s:
                 np.fill_diagonal(kernel, 0.0)
                 RJ = RI
@@ -174,10 +220,10 @@ def _row_distances(A, B, AB):
     return np.sqrt(D2, out=D2)
 
 
-def linear_pair_terms(P, Y):
+def linear_pair_terms(P, Y, metric="euclidean"):
     """The terms ``h_{2i, 2i+1}`` of the linear estimator, without the
     kernel factor, for each label column of ``Y`` (shape ``(m, c)``), and
-    the kernel distances ``||p_{2i} - p_{2i+1}||`` (shape ``(m,)``)."""
+    the kernel distances ``d(p_{2i}, p_{2i+1})`` (shape ``(m,)``)."""
     m, k = P.shape[0] // 2, P.shape[1]
     A, B = P[0 : 2 * m : 2], P[1 : 2 * m : 2]
     ya, yb = Y[0 : 2 * m : 2], Y[1 : 2 * m : 2]
@@ -186,12 +232,14 @@ def linear_pair_terms(P, Y):
     start = 2 * k * np.arange(m)[:, None]
     inner = AB[:, None] - flat.take(start + k + ya) - flat.take(start + yb)
     inner += ya == yb
+    if metric == "tv":
+        return inner, 0.5 * np.abs(A - B).sum(axis=1)
     return inner, _row_distances(A, B, AB)
 
 
-def linear_terms(P, Y, nu):
+def linear_terms(P, Y, nu, metric="euclidean"):
     """``h_{2i, 2i+1}`` for ``i < n // 2``, shape ``(n // 2, c)``."""
-    inner, dist = linear_pair_terms(P, Y)
+    inner, dist = linear_pair_terms(P, Y, metric)
     return inner * np.exp(-dist / nu)[:, None]
 
 
@@ -207,18 +255,34 @@ def draw_labels(P, n_draws, rng):
     return np.minimum(Y, k - 1, out=Y)
 
 
-def resampled_quadratic(P, nu, n_resamples, rng):
-    """SKCE_uq of ``n_resamples`` label vectors drawn from ``P``."""
+def self_terms(P, Y):
+    """``h_ii = ||e_{y_i} - p_i||^2 = 1 - 2 p_{i y_i} + ||p_i||^2`` (the
+    kernel is 1 at distance 0) for each label column of ``Y``."""
+    sq = np.einsum("ij,ij->i", P, P)[:, None]
+    return 1.0 - 2.0 * np.take_along_axis(P, Y, axis=1) + sq
+
+
+def biased_from_sums(sums, P, Y):
+    """SKCE_b ``= (2 sum_{i<j} h_ij + sum_i h_ii) / n**2`` from the sums of
+    :func:`quadratic_sums`."""
+    n = P.shape[0]
+    return (2.0 * sums + self_terms(P, Y).sum(axis=0)) / (n * n)
+
+
+def resampled_quadratic(P, nu, n_resamples, rng, metric="euclidean", biased=False):
+    """SKCE_uq (SKCE_b with ``biased=True``) of ``n_resamples`` label
+    vectors drawn from ``P``."""
     n, k = P.shape
     per_batch = max(1, RESAMPLE_ENTRIES // (min(n, BLOCK) * k))
     out = []
     for start in range(0, n_resamples, per_batch):
         Y = draw_labels(P, min(per_batch, n_resamples - start), rng)
-        out.append(quadratic_sums(P, Y, nu))
-    return np.concatenate(out) / (n * (n - 1) / 2)
+        sums = quadratic_sums(P, Y, nu, metric=metric)
+        out.append(biased_from_sums(sums, P, Y) if biased else sums / (n * (n - 1) / 2))
+    return np.concatenate(out)
 
 
-def resampled_linear(P, nu, n_resamples, rng):
+def resampled_linear(P, nu, n_resamples, rng, metric="euclidean"):
     """SKCE_ul of ``n_resamples`` label vectors drawn from ``P``."""
     n, k = P.shape
     m = n // 2
@@ -227,7 +291,7 @@ def resampled_linear(P, nu, n_resamples, rng):
     out = []
     for start in range(0, n_resamples, per_batch):
         Y = draw_labels(P, min(per_batch, n_resamples - start), rng)
-        inner, dist = linear_pair_terms(P, Y)
+        inner, dist = linear_pair_terms(P, Y, metric)
         if kernel is None:
             kernel = np.exp(-dist / nu)
         out.append(kernel @ inner / m)

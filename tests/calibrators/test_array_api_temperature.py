@@ -16,6 +16,7 @@ from sklearn import config_context
 from sklearn.exceptions import ConvergenceWarning
 
 import skcalib._core.xp.solvers_temperature as xp_temperature
+import skcalib._core.xp.weights as xp_weights
 from skcalib import TemperatureCalibrator
 
 #: Relative agreement of the temperatures, by the input dtype.
@@ -179,6 +180,7 @@ def test_only_scalars_cross_to_the_host(monkeypatch):
         return to_numpy(array)
 
     monkeypatch.setattr(xp_temperature, "to_numpy", recording)
+    monkeypatch.setattr(xp_weights, "to_numpy", recording)  # the weights' maximum
     X, y = _logits(n=5000)
     w = np.random.default_rng(3).uniform(0.5, 2.0, y.size)
     with config_context(array_api_dispatch=True):

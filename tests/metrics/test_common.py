@@ -71,6 +71,24 @@ PROBA_METRICS = {
         M.kernel_calibration_test,
         {"estimator": "quadratic", "n_resamples": 50, "random_state": 0},
     ),
+    "kce_tv_biased": (
+        M.kernel_calibration_error,
+        {"estimator": "SKCE_b", "kernel": "tv", "bandwidth": "median_all"},
+    ),
+    "kce_test_tv_asymptotic_uq": (
+        M.kernel_calibration_test,
+        {
+            "estimator": "SKCE_uq",
+            "method": "asymptotic",
+            "kernel": "tv",
+            "n_resamples": 50,
+            "random_state": 0,
+        },
+    ),
+    "kce_test_distribution_free": (
+        M.kernel_calibration_test,
+        {"estimator": "biased", "method": "distribution_free"},
+    ),
     "risk_coverage_curve": (M.risk_coverage_curve, {}),
     "risk_coverage_curve_brier": (M.risk_coverage_curve, {"loss": "brier"}),
     "aurc": (M.aurc, {}),
@@ -175,7 +193,15 @@ RELATIVE_WEIGHTS = {
 }
 #: The kernel calibration error refuses sample weights (a weighted pair mean
 #: is not the metric of repeated rows, which pair with themselves).
-NO_WEIGHTS = {"kce", "kce_linear", "kce_test", "kce_test_quadratic"}
+NO_WEIGHTS = {
+    "kce",
+    "kce_linear",
+    "kce_test",
+    "kce_test_quadratic",
+    "kce_tv_biased",
+    "kce_test_tv_asymptotic_uq",
+    "kce_test_distribution_free",
+}
 #: The linear kernel estimator pairs rows (2i, 2i+1) and the resampling test
 #: draws labels row by row: both depend on the row order by design.
 ORDER_DEPENDENT = {"kce_linear", "kce_test", "kce_test_quadratic"}

@@ -330,7 +330,7 @@ def test_errors():
     with pytest.raises(ValueError, match="sample_weight is not supported"):
         kernel_calibration_error(y, P, sample_weight=np.ones(20))
     with pytest.raises(ValueError, match="method='bootstrap'"):
-        kernel_calibration_test(y, P, estimator="quadratic", method="asymptotic")
+        kernel_calibration_test(y, P, estimator="biased", method="asymptotic")
     with pytest.raises(ValueError, match="at least 4 samples"):
         kernel_calibration_test(y[:3], P[:3], labels=[0, 1, 2])
     with pytest.raises(ValueError, match="at least 2 samples"):

@@ -195,6 +195,7 @@ def test_default_candidates_depend_on_the_number_of_classes():
         "histogram_binning",
         "vector_scaling",
         "dirichlet",
+        "structured_matrix_scaling",
     ]
 
 

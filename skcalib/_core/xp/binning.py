@@ -9,8 +9,10 @@ sorted scores
   :func:`~skcalib._core.binning.bin_edges` takes: the inverted-CDF ranks
   (unweighted) or the positions where the cumulative weight reaches each
   level (weighted, ``searchsorted`` on the device) are gathered on the
-  device, and only those ``n_bins`` values cross to the host, where the
-  rest of numpy's rule (clip, drop the edge at the top, merge ties) runs;
+  device, and only those ``n_bins`` values cross to the host, where
+  numpy's rule finishes them
+  (:func:`~skcalib._core.quantile_search.edges_from_quantiles`: clip,
+  drop the edge at the top, merge ties);
 * the per-bin sums (:func:`xp_binned_sums`) are differences of cumulative
   sums at the positions of the edges (``searchsorted`` of the interior
   edges in the sorted scores, right side: a score on an edge is in the
@@ -28,7 +30,11 @@ Assigning scores to the bins of fitted edges is :func:`xp_lookup_bins`
 import numpy as np
 
 from skcalib._core.binning import check_n_bins
-from skcalib._core.quantile_search import inverted_cdf_ranks, quantile_levels
+from skcalib._core.quantile_search import (
+    edges_from_quantiles,
+    inverted_cdf_ranks,
+    quantile_levels,
+)
 from skcalib._core.xp import to_numpy
 
 __all__ = []  # private module
@@ -80,13 +86,7 @@ def xp_quantile_edges(ns, s_sorted, n_bins, w_sorted=None):
         idx = xp.clip(idx, None, size - 1)
     picked = xp.concat((xp.take(s_sorted, ns.asarray(idx)), s_sorted[-1:]))
     values = to_numpy(picked)  # n_bins values cross to the host
-    interior, top = values[:-1], values[-1]
-    if w_sorted is not None:
-        interior = interior.astype(np.float64)
-    interior = np.clip(interior, 0.0, 1.0)
-    top = min(1.0, float(top))
-    interior = interior[interior < top]
-    return np.concatenate(([0.0], np.unique(interior), [1.0]))
+    return edges_from_quantiles(values[:-1], values[-1])
 
 
 def xp_binned_sums(ns, s_sorted, edges, w_sorted=None, *values):

@@ -17,7 +17,7 @@ import numpy as np
 from skcalib._core.solvers.logistic import solve_platt
 from skcalib._core.solvers.newton import damped_newton
 from skcalib._core.xp import to_numpy
-from skcalib._core.xp.solvers_temperature import xp_unit_weights
+from skcalib._core.xp.weights import xp_unit_weights
 
 __all__ = []  # private module
 
@@ -121,8 +121,7 @@ def xp_fit_platt(ns, s, pos, sample_weight=None, *, max_iter=100, tol=1e-10):
         if not top > 0:
             n_pos = n_neg = 0.0
         else:
-            unit = float(np.ldexp(1.0, int(np.frexp(top)[1]) - 1))
-            w = xp_unit_weights(ns, w)
+            w, unit = xp_unit_weights(ns, w, top)
             pos_w, neg_w = _host_floats(
                 xp, [xp.sum(xp.where(pos, w, 0.0)), xp.sum(xp.where(pos, 0.0, w))]
             )

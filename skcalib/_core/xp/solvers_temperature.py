@@ -13,10 +13,10 @@ device has it), and each pass sends three scalars (the NLL and its two
 derivatives) to the host, where the iteration runs.
 """
 
-import numpy as np
 
 from skcalib._core.solvers.temperature import moderate_scale, solve_temperature
 from skcalib._core.xp import to_numpy
+from skcalib._core.xp.weights import xp_unit_weights
 
 __all__ = []  # private module
 
@@ -34,19 +34,6 @@ def _block_rows(ns, n_columns):
 def _host_floats(xp, values):
     """Scalars of the device as Python floats, in one transfer."""
     return [float(v) for v in to_numpy(xp.stack(values))]
-
-
-def xp_unit_weights(ns, sample_weight):
-    """:func:`~skcalib._core.weights.unit_weights` on the device: the weights
-    divided by the power of two at or just below their maximum (exact; in two
-    factors, so that neither overflows)."""
-    xp = ns.xp
-    top = _host_floats(xp, [xp.max(sample_weight)])[0]
-    if not top > 0:
-        return sample_weight
-    e = int(np.frexp(top)[1]) - 1
-    half = -e // 2
-    return (sample_weight * float(2.0**half)) * float(2.0 ** (-e - half))
 
 
 def xp_temperature_terms(ns, z, z_max, dy, beta, w, dtype, inv_scale=1.0):
@@ -200,7 +187,7 @@ def fit_temperature_xp(
     n_iter : int
     status : {"converged", "max_iter", "lower_bound", "upper_bound"}
     """
-    w = None if sample_weight is None else xp_unit_weights(ns, sample_weight)
+    w = None if sample_weight is None else xp_unit_weights(ns, sample_weight)[0]
     passes = _NamespacePasses(ns, logits, y, w)
     return solve_temperature(
         passes, logits.shape, max_iter=max_iter, tol=tol, bounds=bounds

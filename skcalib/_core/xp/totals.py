@@ -34,7 +34,11 @@ import numpy as np
 
 from skcalib._core.binning import bin_edges, check_n_bins
 from skcalib._core.losses import LOSS_BRIER, LOSS_NLL, LOSS_W, NLL_FLOOR
-from skcalib._core.quantile_search import inverted_cdf_ranks, quantile_levels
+from skcalib._core.quantile_search import (
+    edges_from_quantiles,
+    inverted_cdf_ranks,
+    quantile_levels,
+)
 from skcalib._core.totals import ACC, CONF, COUNT, W2, W
 from skcalib._core.xp import to_numpy
 
@@ -205,10 +209,7 @@ def edges_of(ns, scores, n_bins, strategy, weight):
     ranks = inverted_cdf_ranks(n, quantile_levels(n_bins))
     ordered = xp.sort(scores)
     picked = xp.take(ordered, xp.asarray(ranks, device=ns.device), axis=0)
-    interior = np.clip(np.asarray(to_numpy(picked)), 0.0, 1.0)
-    top = min(1.0, float(ordered[-1]))
-    interior = interior[interior < top]
-    return np.concatenate(([0.0], np.unique(interior), [1.0]))
+    return edges_from_quantiles(to_numpy(picked), float(ordered[-1]))
 
 
 # --------------------------------------------------------------- groups
