@@ -43,6 +43,9 @@ PEERS = {
     "relplot": ("relplot", "relplot"),
     # imports as the top-level package ``calibration``
     "uncertainty-calibration": ("calibration.utils", "uncertainty-calibration"),
+    "splinecalib": ("splinecalib", "splinecalib"),
+    "ml-insights": ("ml_insights", "ml-insights"),
+    "probmetrics": ("probmetrics.calibrators", "probmetrics"),
 }
 
 
@@ -253,6 +256,8 @@ FAMILIES = {
     "DirichletCalibrator": "dirichlet",
     "VectorScalingCalibrator": "vector_scaling",
     "MatrixScalingCalibrator": "matrix_scaling",
+    "EnsembleTemperatureCalibrator": "ensemble_temperature",
+    "SplineCalibrator": "spline",
     "StructuredMatrixScalingCalibrator": "structured_matrix_scaling",
     "StructuredVectorScalingCalibrator": "structured_vector_scaling",
 }
@@ -648,9 +653,136 @@ class UCScalingBinning(_UC):
         return "PlattBinnerCalibrator" if k == 2 else "PlattBinnerMarginalCalibrator"
 
 
+# -- Mix-n-Match's procedure, from the paper (Zhang, Kailkhura & Han 2020) ----
+class MixNMatchETS(Calibrator):
+    """Ensemble temperature scaling as the Mix-n-Match authors fit it, written
+    from the paper and its description of their procedure: ``T`` minimises
+    the mean squared error of ``softmax(z / T)`` by L-BFGS-B within
+    ``[0.05, 5]`` (from ``T = 1``), then the weights ``w`` of
+    ``w1 softmax(z / T) + w2 softmax(z) + w3 / K`` minimise the mean squared
+    error on the simplex by SLSQP (from ``w = (1, 0, 0)``). Always available
+    (numpy and scipy): the reference of the family, not a package.
+    """
+
+    library = "Mix-n-Match (paper)"
+    method = "ensemble_temperature"
+    label = "Mix-n-Match ETS (paper: MSE fits, T in [0.05, 5])"
+    max_cells = 10_000_000  # dense one-hot targets, numerical gradients
+    why = (
+        "the paper's objective: T and the weights by squared error (ours: T by "
+        "likelihood, weights by log-loss), T bounded to [0.05, 5]"
+    )
+
+    @staticmethod
+    def _mix(z, t, w):
+        k = z.shape[1]
+        return w[0] * softmax(z / t, axis=1) + w[1] * softmax(z, axis=1) + w[2] / k
+
+    def fit(self, tr):
+        from scipy.optimize import minimize
+
+        z, onehot = tr.logits.astype(np.float64), tr.y_onehot
+
+        def mse_t(t):
+            return float(np.mean((softmax(z / t[0], axis=1) - onehot) ** 2))
+
+        t = minimize(
+            mse_t, [1.0], method="L-BFGS-B", bounds=[(0.05, 5.0)], tol=1e-12
+        ).x[0]
+        pt, p1 = softmax(z / t, axis=1), softmax(z, axis=1)
+
+        def mse_w(w):
+            mix = w[0] * pt + w[1] * p1 + w[2] / tr.k
+            return float(np.mean((mix - onehot) ** 2))
+
+        res = minimize(
+            mse_w,
+            [1.0, 0.0, 0.0],
+            method="SLSQP",
+            bounds=[(0.0, 1.0)] * 3,
+            constraints={"type": "eq", "fun": lambda w: np.sum(w) - 1.0},
+            tol=1e-12,
+        )
+        w = np.maximum(res.x, 0.0)
+        return t, w / w.sum()
+
+    def predict(self, state, te):
+        t, w = state
+        return self._mix(te.logits.astype(np.float64), t, w)
+
+    def params(self, state):
+        return {"T": float(state[0])}
+
+
+# -- splinecalib / ml-insights (Lucena) ----------------------------------------
+class LucenaSplineCalib(Calibrator):
+    """``SplineCalib()`` with its defaults (log-odds scale, unity prior,
+    one cross-validation fold for the penalty), on probabilities: class 1's
+    on two classes, one-vs-rest rows renormalised by the package on more."""
+
+    library = "splinecalib"
+    method = "spline"
+    max_cells = 1_000_000  # one L-BFGS-B fit per penalty and class
+    why = (
+        "ridge penalty on the spline coefficients chosen on one random fold, "
+        "30 random knots plus 0.1..0.9, synthetic points on the diagonal"
+    )
+
+    def __init__(self, library="splinecalib"):
+        self.library = library
+        self.module = {"splinecalib": "splinecalib", "ml-insights": "ml_insights"}[
+            library
+        ]
+        self.label = f"{library} SplineCalib"
+
+    def fit(self, tr):
+        cal = importlib.import_module(self.module).SplineCalib()
+        with warnings.catch_warnings():
+            cal.fit(tr.p1 if tr.k == 2 else tr.proba, tr.y)
+        return cal
+
+    def predict(self, state, te):
+        return renormalise(state.calibrate(te.p1 if te.k == 2 else te.proba))
+
+
+# -- probmetrics (Berta et al.: structured matrix / vector scaling) -------------
+class ProbmetricsStructured(Calibrator):
+    """probmetrics' ``SMSCalibrator`` / ``SVSCalibrator`` with their defaults,
+    on probabilities (the paper's implementation)."""
+
+    library = "probmetrics"
+    why = (
+        "the same regularised objective, solved by torch BFGS in float32 "
+        "(stops at a gradient of 1e-5)"
+    )
+
+    def __init__(self, vector):
+        self.vector = vector
+        self.cls_name = "SVSCalibrator" if vector else "SMSCalibrator"
+        self.method = (
+            "structured_vector_scaling" if vector else "structured_matrix_scaling"
+        )
+        self.label = f"probmetrics {self.cls_name}"
+
+    def fit(self, tr):
+        from probmetrics import calibrators
+
+        cal = getattr(calibrators, self.cls_name)(print_init_info=False)
+        return cal.fit(tr.proba, tr.y)
+
+    def predict(self, state, te):
+        return renormalise(np.asarray(state.predict_proba(te.proba)))
+
+
 def peer_calibrators(status):
     """Adapters of every available peer calibrator."""
     out = [SklearnCCV("temperature"), SklearnCCV("sigmoid"), SklearnCCV("isotonic")]
+    out.append(MixNMatchETS())
+    for name in ("splinecalib", "ml-insights"):
+        if status.get(name) and status[name].ok:
+            out.append(LucenaSplineCalib(name))
+    if status.get("probmetrics") and status["probmetrics"].ok:
+        out += [ProbmetricsStructured(False), ProbmetricsStructured(True)]
     if status.get("netcal") and status["netcal"].ok:
         out += [
             NetcalTemperature(),

@@ -7,14 +7,17 @@ on the calibration split; its test NLL is compared with the uncalibrated
 model's and with the best single candidate's.
 
 * Splits: those of ``python -m benchmarks quality``: the ``splinecalib``
-  pairs use their own calibration / test files, every other file is split
-  50/50, stratified by label, with ``random_state=0``.
-* Inputs: the stored float32 probabilities, cast to float64 and divided by
-  their row sums, given as probabilities (``score_type="probability"``).
-* Candidates (AutoCalibrator's defaults): identity, temperature, Platt, beta,
-  isotonic, histogram binning (15 uniform bins); vector scaling and
-  Dirichlet (ODIR) for more than two classes; default parameters, one-vs-rest
-  for the binary-only methods on multiclass data.
+  pairs and ``aigen``'s ResNet-50 use their own calibration / test files,
+  every other file is split 50/50, stratified by label, with
+  ``random_state=0``.
+* Inputs: the stored float32 probabilities (``aigen``: the softmax of its
+  logits), cast to float64 and divided by their row sums, given as
+  probabilities (``score_type="probability"``).
+* Candidates (AutoCalibrator's defaults): identity, temperature, ensemble
+  temperature, Platt, beta, isotonic, histogram binning (15 uniform bins);
+  spline calibration on two classes; vector scaling, Dirichlet (ODIR) and
+  structured matrix scaling for more than two classes; default parameters,
+  one-vs-rest for the binary-only methods on multiclass data.
 * Rule (AutoCalibrator's default): a candidate beats the identity when its
   mean cross-validated gain in log-loss exceeds one standard error of the
   paired split differences, corrected for overlapping training parts

@@ -4,14 +4,16 @@ For every prediction set in ``shared/data`` (see its README): fit each
 calibrator on a calibration split, score it on the test split.
 
 * Splits: ``splinecalib`` pairs use their own ``calibset_*`` / ``testset_*``
-  files (and ``mnist4_calib_set`` / ``mnist4_test_set``); every other file is
+  files (and ``mnist4_calib_set`` / ``mnist4_test_set``), ``aigen``'s
+  ResNet-50 its ``_val`` / ``_test`` files; every other file is
   split 50/50, stratified by label, with
   ``sklearn.model_selection.train_test_split(test_size=0.5, stratify=y,
   random_state=seed)`` for each seed ``0..N-1`` (``--seeds N``, default 5);
   the own-split sets are run once. Scores are averaged over the seeds.
-* Inputs: the stored float32 probabilities, cast to float64 and divided by
-  their row sums (they sum to 1 only within float32 rounding), given to
-  every library: skcalib as probabilities (``score_type="probability"``),
+* Inputs: the stored float32 probabilities (``aigen``: the softmax of its
+  float32 logits, in float64), cast to float64 and divided by their row
+  sums (they sum to 1 only within float32 rounding), given to every
+  library: skcalib as probabilities (``score_type="probability"``),
   scikit-learn through a passthrough classifier whose decision values are the
   logits ``log(max(p, 1e-12))`` (temperature) or the per-class log-odds
   (sigmoid, isotonic) — the scores skcalib's maps see —, netcal, betacal,
@@ -23,7 +25,9 @@ calibrator on a calibration split, score it on the test split.
   uncalibrated row); the peers'
   implementations (scikit-learn ``CalibratedClassifierCV`` with a frozen
   passthrough classifier; netcal; betacal and uncertainty-calibration
-  one-vs-rest on multiclass data, rows renormalised; venn-abers).
+  one-vs-rest on multiclass data, rows renormalised; venn-abers; splinecalib
+  and ml-insights ``SplineCalib``; the Mix-n-Match paper's ensemble
+  temperature scaling, written here from the paper).
 * Scores on the test split: NLL, Brier (sum over classes, halved for two
   classes as sklearn's ``brier_score_loss``), confidence ECE and classwise ECE
   (15 uniform bins, L1), accuracy. Peers whose rows do not sum to 1 are
@@ -114,11 +118,37 @@ def _load(path):
     with np.load(path) as d:
         if "predictions" in d:
             p, y = d["predictions"], d["ground_truth"]
+        elif "logits" in d:  # aigen/: softmax in float64
+            z = np.asarray(d["logits"], dtype=np.float64)
+            p, y = np.exp(z - z.max(axis=1, keepdims=True)), d["labels"]
         else:
             p, y = d["probs"], d["labels"]
     p = np.asarray(p, dtype=np.float64)
     p /= p.sum(axis=1, keepdims=True)
     return p, np.asarray(y, dtype=np.int64)
+
+
+def _own_split_pair(path):
+    """``(name, test_path)`` of a calibration file with its own test file.
+
+    ``None`` for a file of a folder without own splits; ``test_path`` is
+    ``None`` for the test files of the folders with own splits.
+    """
+    folder, stem = path.parent.name, path.stem
+    if folder == "aigen":
+        if not stem.endswith("_val"):
+            return "", None
+        base = stem.removesuffix("_val")
+        return f"aigen/{base}", path.with_name(base + "_test.npz")
+    if folder != "splinecalib":
+        return None
+    if stem.startswith("calibset_"):
+        base = stem.removeprefix("calibset_")
+        return f"splinecalib/{base}", path.with_name(f"testset_{base}.npz")
+    if stem.endswith("_calib_set"):
+        base = stem.removesuffix("_calib_set")
+        return f"splinecalib/{base}", path.with_name(base + "_test_set.npz")
+    return "", None
 
 
 def discover_datasets(data_dir=DATA_DIR):
@@ -134,19 +164,11 @@ def discover_datasets(data_dir=DATA_DIR):
         return out
     for path in sorted(data_dir.glob("*/*.npz")):
         folder, stem = path.parent.name, path.stem
-        if folder == "splinecalib":
-            if stem.startswith("calibset_"):
-                test = path.with_name(
-                    "testset_" + stem.removeprefix("calibset_") + ".npz"
-                )
-                name = f"splinecalib/{stem.removeprefix('calibset_')}"
-            elif stem.endswith("_calib_set"):
-                test = path.with_name(stem.removesuffix("_calib_set") + "_test_set.npz")
-                name = f"splinecalib/{stem.removesuffix('_calib_set')}"
-            else:
-                continue
-            if not test.exists():
-                continue
+        pair = _own_split_pair(path)
+        if pair is not None:
+            name, test = pair
+            if test is None or not test.exists():
+                continue  # a test file, or a file without its pair
 
             def load(seed=0, cal=path, test=test, name=name):
                 p_cal, y_cal = _load(cal)

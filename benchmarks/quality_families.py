@@ -67,10 +67,15 @@ FAMILY_TABLE = (
     (
         "structured_matrix_scaling",
         "structured matrix scaling",
-        {"matrix_scaling", "dirichlet"},
-        {"beta"},
+        {"structured_matrix_scaling", "matrix_scaling", "dirichlet"},
+        {"structured_matrix_scaling", "beta"},
     ),
-    ("structured_vector_scaling", "structured vector scaling", set(), {"beta"}),
+    (
+        "structured_vector_scaling",
+        "structured vector scaling",
+        {"structured_vector_scaling"},
+        {"structured_vector_scaling", "beta"},
+    ),
     ("beta", "beta", {"beta"}, {"beta"}),
     (
         "histogram",
@@ -81,6 +86,13 @@ FAMILY_TABLE = (
     ("isotonic", "isotonic", {"isotonic"}, {"isotonic"}),
     ("scaling_binning", "scaling-binning", {"scaling_binning"}, {"scaling_binning"}),
     ("venn_abers", "Venn-ABERS", {"venn_abers"}, {"venn_abers"}),
+    (
+        "ensemble_temperature",
+        "ensemble temperature",
+        {"ensemble_temperature"},
+        {"ensemble_temperature"},
+    ),
+    ("spline", "spline", {"spline"}, {"spline"}),
 )
 TITLES = {key: title for key, title, _, _ in FAMILY_TABLE}
 #: Families whose default is regularised (or has nothing to overfit): the
@@ -281,7 +293,8 @@ def render_summary(rows, seeds):
         f"against the uncalibrated model, by test NLL ({seeds} seed(s): the "
         "sets without a calibration split of their own are split 50/50, "
         "stratified, with seeds 0.."
-        f"{seeds - 1}; the `splinecalib` sets keep their own split). "
+        f"{seeds - 1}; the `splinecalib` and `aigen` sets keep their own "
+        "split). "
         "*Within noise*: the mean per-sample NLL difference, ours minus the "
         "other, is below two standard errors (per-seed standard errors, "
         "averaged over seeds); ours lower or equal counts too. The mean ratio "

@@ -22,10 +22,13 @@ from skcalib.calibration._cross_fit import (
     reemit_warnings,
 )
 from skcalib.calibration._dirichlet import DirichletCalibrator
+from skcalib.calibration._ensemble_temperature import EnsembleTemperatureCalibrator
 from skcalib.calibration._identity import IdentityCalibrator
 from skcalib.calibration._isotonic import IsotonicCalibrator
 from skcalib.calibration._matrix_scaling import VectorScalingCalibrator
 from skcalib.calibration._platt import PlattCalibrator
+from skcalib.calibration._spline import SplineCalibrator
+from skcalib.calibration._structured_scaling import StructuredMatrixScalingCalibrator
 from skcalib.calibration._temperature import TemperatureCalibrator
 from skcalib.metrics import get_scorer
 
@@ -94,16 +97,33 @@ def _name(calibrator):
 
 
 def _default_candidates(n_classes):
+    """The default candidates (see the ``candidates`` parameter).
+
+    Spline calibration is a default on two classes only: one-vs-rest it fits
+    one spline per class with a search over ten penalties, 3.6 s of CPU on
+    CIFAR-10 and 38 s on CIFAR-100 (5000 rows; Dirichlet: 0.2 s and 2.4 s),
+    and AutoCalibrator fits every candidate ``cv + 1`` times. Structured
+    matrix scaling costs about what Dirichlet calibration does (2.2 s on
+    CIFAR-100); structured vector scaling is left to ``candidates``, vector
+    scaling being there.
+    """
     cands = [
         IdentityCalibrator(),
         TemperatureCalibrator(),
+        EnsembleTemperatureCalibrator(),
         PlattCalibrator(),
         BetaCalibrator(),
         IsotonicCalibrator(),
         HistogramBinningCalibrator(),
     ]
-    if n_classes > 2:
-        cands += [VectorScalingCalibrator(), DirichletCalibrator()]
+    if n_classes == 2:
+        cands.append(SplineCalibrator())
+    else:
+        cands += [
+            VectorScalingCalibrator(),
+            DirichletCalibrator(),
+            StructuredMatrixScalingCalibrator(),
+        ]
     return cands
 
 
@@ -227,14 +247,19 @@ class AutoCalibrator(BaseCalibrator):
     ----------
     candidates : list or None, default=None
         Calibrators in raw-score mode (``estimator=None``), or
-        ``(name, calibrator)`` pairs. ``None``: identity, temperature, Platt,
-        beta, isotonic and histogram binning, plus vector scaling and
-        Dirichlet calibration (ODIR) for more than two classes, all with
-        their default parameters. The first :class:`IdentityCalibrator` is
-        the reference; if there is none, ``IdentityCalibrator()`` is put
-        first. Names default to the class name without ``Calibrator``, in
-        snake case (``"vector_scaling"``). A candidate whose ``score_type`` is
-        ``"auto"`` is given the one decided here.
+        ``(name, calibrator)`` pairs. ``None``: identity, temperature,
+        ensemble temperature, Platt, beta, isotonic and histogram binning,
+        plus spline calibration on two classes and vector scaling,
+        Dirichlet calibration (ODIR) and structured matrix scaling for more
+        than two classes, all with their default parameters (spline
+        calibration is left out on more classes for its cost: one-vs-rest,
+        one fit took 38 s of CPU on CIFAR-100 with 5000 rows, Dirichlet
+        2.4 s; pass it in ``candidates`` to include it). The first
+        :class:`IdentityCalibrator` is the reference; if there is none,
+        ``IdentityCalibrator()`` is put first. Names default to the class
+        name without ``Calibrator``, in snake case (``"vector_scaling"``). A
+        candidate whose ``score_type`` is ``"auto"`` is given the one decided
+        here.
     estimator : classifier or None, default=None
         A prefit classifier (wrapper mode) or ``None`` (``X`` holds scores).
     score_type : {"auto", "logit", "probability"}, default="auto"

@@ -176,14 +176,27 @@ def test_default_candidates_depend_on_the_number_of_classes():
     assert names == [
         "identity",
         "temperature",
+        "ensemble_temperature",
         "platt",
         "beta",
         "isotonic",
         "histogram_binning",
+        "spline",
     ]
     z, y = _logits(600, k=3)
     names = list(AutoCalibrator(cv=3).fit(z, y).cv_results_["candidate"])
-    assert names[-2:] == ["vector_scaling", "dirichlet"]
+    assert names == [
+        "identity",
+        "temperature",
+        "ensemble_temperature",
+        "platt",
+        "beta",
+        "isotonic",
+        "histogram_binning",
+        "vector_scaling",
+        "dirichlet",
+        "structured_matrix_scaling",
+    ]
 
 
 def test_candidates_names_and_validation():
