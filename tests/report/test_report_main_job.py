@@ -89,7 +89,7 @@ def test_default_run_fits_the_default_set_and_all_fits_every_method(
         capsys, npz, "--quiet", "--format", "json", "--methods", "all"
     )
     assert code == 0, err
-    assert len(no_fit) == len(available_methods()) == 14
+    assert len(no_fit) == len(available_methods()) == 18
     rows = json.loads(out)["rows"]
     assert {r["method"] for r in rows[1:]} == set(available_methods())
     assert {r["calibrator"] for r in rows[1:]} == {
