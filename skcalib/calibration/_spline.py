@@ -24,6 +24,13 @@ __all__ = ["SplineCalibrator"]
 #: held-out log-loss rose from 0.1368 to 0.1376 (Platt: 0.1369).
 PENALTY_GRID = np.logspace(4, -6, 11)
 
+#: A leave-one-out log-loss above this many nats per row means the one-step
+#: approximation failed (scores far outside the bulk, e.g. +-1e4 logits among
+#: +-5, make the leverage of a row blow up): its values are then rounding
+#: noise that depends on the row order, so the strongest penalty of the grid
+#: (closest to Platt scaling) is taken, with a warning.
+LOO_UNRELIABLE = 10.0
+
 #: Gauss-Legendre nodes and weights on [0, 1] (2 points: exact for the
 #: piecewise quadratic ``f''^2`` of a cubic spline).
 _GL_NODES = 0.5 + np.array([-0.5, 0.5]) / np.sqrt(3.0)
@@ -314,6 +321,18 @@ def fit_spline_map(score, pos, w, *, n_knots, penalty, monotonic, max_iter, tol)
                 loo_log_loss(design, tr, pos, t, w, theta, pen, lam * total, free=free)
             )
     best = int(np.argmin(losses)) if losses else 0
+    if losses and not np.all(
+        np.isfinite(losses) & (np.array(losses) <= LOO_UNRELIABLE)
+    ):
+        warnings.warn(
+            f"SplineCalibrator: the approximate leave-one-out log-loss reached "
+            f"{max(losses):.3g} nats per row, so it cannot choose the penalty "
+            f"(scores far outside the bulk?); the strongest penalty "
+            f"{grid[0]:g} is used. Pass penalty= to choose it yourself.",
+            UserWarning,
+            stacklevel=3,
+        )
+        best = 0
     fitted = {
         "knots": basis.knots,
         "coef": fits[best],
@@ -457,6 +476,15 @@ class SplineCalibrator(_OneVsRestCalibrator):
     B-spline design has at most 4 nonzeros, contiguous, so each Newton
     step costs ``O(n)`` (10 products per row for the Hessian) plus
     ``O(m^3)`` for the ``m = n_knots + 2`` coefficients.
+
+    **Known limitation.** With scores far outside the bulk (e.g. a few
+    logits of +-1e4 among values of +-5) and few rows, the approximate
+    leave-one-out estimate and the penalty's eigendecomposition are
+    ill-conditioned: the chosen penalty can then depend on the row order,
+    on the scale of the weights or on rounding of the scores, and the
+    eigensolver may fail. When the estimate exceeds 10 nats per row the
+    strongest penalty is used, with a warning; pass ``penalty=`` (a fixed
+    value) for reproducible fits on such data.
 
     References
     ----------
