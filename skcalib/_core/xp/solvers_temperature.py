@@ -13,7 +13,6 @@ device has it), and each pass sends three scalars (the NLL and its two
 derivatives) to the host, where the iteration runs.
 """
 
-
 from skcalib._core.solvers.temperature import moderate_scale, solve_temperature
 from skcalib._core.xp import to_numpy
 from skcalib._core.xp.weights import xp_unit_weights
