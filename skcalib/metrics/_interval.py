@@ -293,6 +293,8 @@ class _NullFamily:
 
 def _quantile(sorted_rows, q):
     """Quantile ``q`` (one per row) of sorted rows, numpy's linear rule."""
+    if sorted_rows.shape[1] == 1:  # one resample: every quantile is it
+        return sorted_rows[:, 0] + 0.0 * np.asarray(q)
     pos = np.asarray(q) * (sorted_rows.shape[1] - 1)
     i = np.minimum(np.floor(pos).astype(np.intp), sorted_rows.shape[1] - 2)
     i = np.maximum(i, 0)

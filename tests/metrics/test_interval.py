@@ -255,3 +255,20 @@ def test_top_label_cells_are_the_rows_in_order(strategy):
     assert float(reduce_totals(totals, "top_label", "l1", False)) == (
         expected_calibration_error(y, p, n_bins=6, strategy=strategy, kind="top_label")
     )
+
+
+def test_one_resample_is_an_interval_not_an_index_error():
+    # n_resamples=1 is allowed; it used to fail with an IndexError in the
+    # quantile of the null distribution. The quantile of one value is that
+    # value (numpy's rule), as for every other number of resamples.
+    from skcalib.metrics._interval import _quantile
+
+    rows = np.sort(np.random.default_rng(1).normal(size=(3, 7)), axis=1)
+    q = np.array([0.1, 0.5, 0.97])
+    want = [np.quantile(rows[i], q[i]) for i in range(3)]
+    np.testing.assert_allclose(_quantile(rows, q), want)
+    np.testing.assert_array_equal(_quantile(rows[:, :1], q), rows[:, 0])
+    y, p = _data(n=300, seed=4)
+    res = calibration_error_interval(y, p, n_resamples=1, random_state=0)
+    assert res.low <= res.estimate <= res.high
+    assert np.isfinite([res.low, res.high]).all()
