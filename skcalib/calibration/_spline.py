@@ -234,7 +234,7 @@ def projected_newton(terms, theta, bounded, *, max_iter, tol):
     return theta, n_iter, False
 
 
-def loo_log_loss(design, tr, y, t, w, theta, omega, lam, free=None):
+def loo_log_loss(design, tr, y, t, w, theta, omega, lam, free=None, unit=1.0):
     """Approximate leave-one-out log-loss of the penalised fit ``theta``
     (coefficients ``tr @ theta`` on the banded spline ``design``).
 
@@ -254,7 +254,9 @@ def loo_log_loss(design, tr, y, t, w, theta, omega, lam, free=None):
     whose constraint is inactive); None: all. With ``x_i = T_f^T b_i``
     (``b_i`` the row of the B-spline design, ``T_f`` the free columns of
     ``tr``), ``a_i = b_i^T M b_i`` for ``M = T_f H^+ T_f^T`` (m, m): a
-    band's products per row.
+    band's products per row. ``unit``: the weight of one row in the units
+    of ``w`` (weights divided by ``c`` give ``unit = 1 / c``: the same
+    estimate).
     """
     z = design.matvec(tr @ theta)
     _, _, h = logistic_pointwise(z, t, None)  # h = v = p (1 - p)
@@ -264,11 +266,40 @@ def loo_log_loss(design, tr, y, t, w, theta, omega, lam, free=None):
     ww = np.ones_like(z) if w is None else w
     hess = tf.T @ design.gram(ww * h) @ tf + lam * om
     a = design.quadratic(tf @ np.linalg.pinv(hess, hermitian=True) @ tf.T)
-    r = np.minimum(ww, 1.0)
+    r = np.minimum(ww, unit)
     denom = np.maximum(1.0 - r * h * a, 1e-12)
     z_loo = z + r * (p - t) * a / denom
     loss, _, _ = logistic_pointwise(z_loo, y.astype(np.float64), ww)
     return loss / float(ww.sum())
+
+
+def _counts_and_targets(pos, w):
+    """Weights in fit units, one row's weight in them, Platt's targets, the
+    total weight and the starting log-odds.
+
+    The fit is the same in any unit of weight (its penalty is per unit of
+    total weight), so weights whose largest is beyond ``2**+-64`` are
+    divided by a power of two that brings it into [0.5, 1): weighted sums
+    of rows at logits +-1e4 stay finite up to the float64 range (exact, no
+    rounding). Platt's
+    targets take the weights as counts: with one row weighing ``unit``,
+    ``(n + 1) / (n + 2) = (n_u + unit) / (n_u + 2 unit)`` for ``n = n_u /
+    unit``. Weights all below ``2**-1020`` are counts of about 0: targets
+    1/2 and start 0, the limits of those formulas.
+    """
+    unit = 1.0
+    exponent = 0 if w is None or not w.size else int(np.frexp(w.max())[1])
+    if abs(exponent) > 64:  # weights as given where no sum can overflow
+        w = np.ldexp(w, -exponent)
+        unit = float(np.ldexp(1.0, -exponent)) if exponent > -1020 else np.inf
+    n_pos = float(np.count_nonzero(pos) if w is None else w[pos].sum())
+    n_neg = float(pos.size - n_pos if w is None else w[~pos].sum())
+    if np.isinf(unit):
+        return w, unit, np.full(pos.size, 0.5), n_pos + n_neg, 0.0
+    t = np.where(
+        pos, (n_pos + unit) / (n_pos + 2.0 * unit), unit / (n_neg + 2.0 * unit)
+    )
+    return w, unit, t, n_pos + n_neg, float(np.log((n_pos + unit) / (n_neg + unit)))
 
 
 def fit_spline_map(score, pos, w, *, n_knots, penalty, monotonic, max_iter, tol):
@@ -283,13 +314,10 @@ def fit_spline_map(score, pos, w, *, n_knots, penalty, monotonic, max_iter, tol)
         keep = w > 0
         score, pos, w = score[keep], pos[keep], w[keep]
     pos = np.asarray(pos, dtype=bool)
-    n_pos = float(np.count_nonzero(pos) if w is None else w[pos].sum())
-    n_neg = float(pos.size - n_pos if w is None else w[~pos].sum())
-    t = np.where(pos, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    w, unit, t, total, start_value = _counts_and_targets(pos, w)
     basis = SplineBasis(weighted_knots(score, w, n_knots))
     design = BandedDesign(basis.design(score))
-    total = n_pos + n_neg
-    start = np.full(basis.n_basis, np.log((n_pos + 1.0) / (n_neg + 1.0)))
+    start = np.full(basis.n_basis, start_value)
     grid = PENALTY_GRID if penalty == "auto" else np.array([float(penalty)])
     if basis.n_basis == 1:  # one distinct score: a constant, no penalty to choose
         grid = grid[:1]
@@ -318,7 +346,9 @@ def fit_spline_map(score, pos, w, *, n_knots, penalty, monotonic, max_iter, tol)
             scale = 1.0 + np.max(np.abs(theta))
             free = ~bounded | (theta > 1e-9 * scale)
             losses.append(
-                loo_log_loss(design, tr, pos, t, w, theta, pen, lam * total, free=free)
+                loo_log_loss(
+                    design, tr, pos, t, w, theta, pen, lam * total, free=free, unit=unit
+                )
             )
     best = int(np.argmin(losses)) if losses else 0
     if losses and not np.all(

@@ -290,3 +290,30 @@ def test_cifar10_probabilities_monotonic_matches_free_fit():
     assert nll[True] < base - 0.1  # uncalibrated: 0.357
     assert abs(nll[True] - nll[False]) < 1e-3
     assert nll[False] < 0.239
+
+
+def test_huge_and_tiny_weight_totals_fit_without_overflow():
+    # Weights are counts for the spline (Platt's targets), but its fit runs
+    # in units where the largest weight is about 1: the targets computed
+    # there equal (n + 1) / (n + 2) and 1 / (n + 2) computed directly, and
+    # totals near the float64 range (rows at logits +-1e4) give no overflow.
+    import warnings
+
+    from skcalib.calibration._spline import _counts_and_targets
+
+    rng = np.random.default_rng(0)
+    pos = rng.uniform(size=50) < 0.4
+    w = rng.uniform(0.5, 2.0, size=50) * 2.0**70
+    w_fit, unit, t, total, _ = _counts_and_targets(pos, w)
+    n_pos, n_neg = w[pos].sum(), w[~pos].sum()
+    want = np.where(pos, (n_pos + 1) / (n_pos + 2), 1 / (n_neg + 2))
+    np.testing.assert_allclose(t, want, rtol=1e-15)
+    np.testing.assert_allclose(w_fit / unit, w, rtol=0)  # exact: powers of two
+    assert total == pytest.approx(w.sum() * unit, rel=1e-15)
+    z = np.r_[rng.normal(size=48), -1e4, 1e4]
+    y = (rng.uniform(size=50) < expit(z)).astype(int)
+    for scale in (1e300, 5e307 / 50, 1e-300, 5e-324):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            cal = SplineCalibrator().fit(z, y, sample_weight=np.full(50, scale))
+        assert np.isfinite(cal.predict_proba(z)).all()
