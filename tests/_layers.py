@@ -41,7 +41,12 @@ LAYERS = (
     (("skcalib._base",),),
     (("skcalib.calibration",), ("skcalib.conformal",)),
     (("skcalib.metrics",),),
-    (("skcalib.selection",), ("skcalib.decision",), ("skcalib.monitoring",)),
+    (
+        ("skcalib.selection",),
+        ("skcalib.decision",),
+        ("skcalib.monitoring",),
+        ("skcalib.export",),
+    ),
     (("skcalib.plotting",), ("skcalib.datasets",)),
     (("skcalib._report", "skcalib.__main__"),),
     (("skcalib",),),

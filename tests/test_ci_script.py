@@ -88,14 +88,37 @@ def _namespace_files():
     )
 
 
+def _named_in_the_xp_step():
+    """The test files the array-API step adds by name (``xp_tests+=(...)``)."""
+    steps = _steps(_ci_text())
+    body = steps[next(t for t in steps if t.startswith("array-API tests"))]
+    return [
+        word
+        for group in re.findall(r"^\s*xp_tests\+=\(([^)]*)\)", body, re.MULTILINE)
+        for word in shlex.split(group)
+    ]
+
+
+def test_the_files_named_in_the_xp_step_exist_and_ask_for_torch():
+    named = _named_in_the_xp_step()
+    assert "tests/export/test_torch.py" in named
+    for rel in named:
+        path = ROOT / rel
+        assert path.is_file(), f".ci/run names {rel}, which does not exist"
+        assert path in _namespace_files(), f"{rel} does not ask for torch"
+        # named and found by the grep: the step would run it twice
+        assert "_xp import" not in path.read_text(), rel
+
+
 def test_every_file_using_torch_goes_through_the_xp_helpers():
     files = _namespace_files()
     assert files, "no test asks for torch"
+    named = {ROOT / rel for rel in _named_in_the_xp_step()}
     for path in files:
-        assert "_xp import" in path.read_text(), (
+        assert "_xp import" in path.read_text() or path in named, (
             f"{path.relative_to(ROOT)} asks for torch or array-api-strict but "
-            "does not import tests/_xp.py: the array-API step of .ci/run "
-            "would not run it"
+            "neither imports tests/_xp.py nor is named in the array-API step "
+            "of .ci/run (xp_tests+=(...)): that step would not run it"
         )
 
 

@@ -38,6 +38,7 @@ SUBPACKAGES = [
     "skcalib.conformal",
     "skcalib.datasets",
     "skcalib.decision",
+    "skcalib.export",
     "skcalib.metrics",
     "skcalib.plotting",
     "skcalib.selection",
