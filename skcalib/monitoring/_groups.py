@@ -113,25 +113,26 @@ def _subset(inp, rows):
 
 
 # ------------------------------------------------------------------ totals
-def _uniform_cells(inp, kind, inverse, n_groups, n_bins, top):
-    """:class:`Cells` of uniform bins, cell ``(group * C + c) * n_bins + bin``
-    with ``C`` one (confidence) or the classes (classwise)."""
+def _uniform_totals(inp, kind, inverse, n_groups, n_bins, top):
+    """Statistics ``(5, n_groups, C, n_bins)`` of uniform bins: the cell of
+    an entry is ``(group * C + c) * n_bins + bin``, with ``C`` one
+    (confidence) or the classes (classwise: one class at a time, O(n)
+    memory); and the edges."""
     edges = bin_edges(None, n_bins, "uniform")
     if kind == "confidence":
         pred, conf = top
-        ids = assign_bins(conf, edges)
-        cells = inverse * n_bins + ids
-        return Cells(None, cells, conf, pred == inp.y, n_groups, n_bins, [edges])
-    k, n = inp.n_classes, inp.n_samples
-    proba = inp.proba
-    value = np.concatenate(
-        [binary_column(proba, c) if proba.ndim == 1 else proba[:, c] for c in range(k)]
-    )
-    cls = np.repeat(np.arange(k), n)
-    cells = (np.tile(inverse, k) * k + cls) * n_bins + assign_bins(value, edges)
-    target = np.concatenate([inp.y == c for c in range(k)])
-    rows = np.tile(np.arange(n), k)
-    return Cells(rows, cells, value, target, n_groups * k, n_bins, [edges])
+        cells = inverse * n_bins + assign_bins(conf, edges)
+        cells = Cells(None, cells, conf, pred == inp.y, n_groups, n_bins, [edges])
+        totals, _ = cell_totals(inp, cells)
+        return totals.reshape(5, n_groups, 1, n_bins), edges
+    k, proba = inp.n_classes, inp.proba
+    totals = np.zeros((5, n_groups * k * n_bins))
+    for c in range(k):
+        value = binary_column(proba, c) if proba.ndim == 1 else proba[:, c]
+        cells = (inverse * k + c) * n_bins + assign_bins(value, edges)
+        cells = Cells(None, cells, value, inp.y == c, n_groups * k * n_bins, 1, [])
+        totals += cell_totals(inp, cells)[0].reshape(5, -1)
+    return totals.reshape(5, n_groups, k, n_bins), edges
 
 
 def grouped_totals(inp, kind, inverse, members, n_bins, strategy, top):
@@ -145,10 +146,8 @@ def grouped_totals(inp, kind, inverse, members, n_bins, strategy, top):
     n_groups = len(members)
     c = 1 if kind == "confidence" else inp.n_classes
     if strategy == "uniform":
-        cells = _uniform_cells(inp, kind, inverse, n_groups, n_bins, top)
-        totals, _ = cell_totals(inp, cells)
-        totals = totals.reshape(5, n_groups, c, n_bins)
-        return np.moveaxis(totals, 1, 0), [cells.edges * c] * n_groups
+        totals, edges = _uniform_totals(inp, kind, inverse, n_groups, n_bins, top)
+        return np.moveaxis(totals, 1, 0), [[edges] * c] * n_groups
     parts = []
     for rows in members:
         t, edges = statistics(_subset(inp, rows), kind, n_bins, strategy, None, False)
