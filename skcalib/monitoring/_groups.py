@@ -407,7 +407,10 @@ def calibration_by_group(
     Brier, NLL and, for uniform bins, the per-bin totals) are computed for
     all groups in one pass of ``np.bincount``; the rest runs once per group
     on its rows (quantile edges, the CORP PAV fit, the bootstrap interval,
-    the test), which is fast for tens to hundreds of groups.
+    the test), which is fast for tens to hundreds of groups: the interval
+    dominates, about 20 ms a group with 1000 resamples (``kind="classwise"``
+    and weighted intervals resample rows: about 150 ms a group of 150 rows
+    and 5 classes; lower ``n_resamples`` for many groups).
 
     **Test.** For ``kind="confidence"`` the test is that of the pair
     (top-1 correct, top-1 confidence): calibration of the confidence,
