@@ -32,7 +32,11 @@ from skcalib.calibration import (
 )
 from skcalib.conformal import ConformalClassifier, CrossConformalClassifier
 from skcalib.decision import BayesDecisionClassifier
-from skcalib.monitoring import CalibrationMonitor
+from skcalib.monitoring import (
+    CalibrationMonitor,
+    GroupCalibrationResult,
+    calibration_by_group,
+)
 from skcalib.selection import AutoCalibrator
 
 __all__ = [
@@ -47,6 +51,7 @@ __all__ = [
     "DirichletCalibrator",
     "DirichletCalibratorCV",
     "EnsembleTemperatureCalibrator",
+    "GroupCalibrationResult",
     "HistogramBinningCalibrator",
     "IdentityCalibrator",
     "IsotonicCalibrator",
@@ -63,5 +68,6 @@ __all__ = [
     "VectorScalingCalibrator",
     "VennAbersCalibrator",
     "__version__",
+    "calibration_by_group",
     "move_estimator_to",
 ]

@@ -50,6 +50,21 @@ def sample_nll(y, proba):
     return -np.log(np.maximum(p_true, NLL_FLOOR))
 
 
+def sample_brier(y, proba):
+    """The Brier term of each sample, in float64: ``(p - [y = 1])**2`` of the
+    positive class for two classes (1-D ``proba``, or its column 1), else
+    ``sum_k (p_k - [y = k])**2`` (the terms that :func:`loss_sums` adds up)."""
+    if proba.ndim == 1 or proba.shape[1] == 2:
+        pos = proba if proba.ndim == 1 else proba[:, 1]
+        return np.square(pos.astype(np.float64) - y)
+    out = np.empty(y.size)
+    for start in range(0, y.size, _BRIER_BLOCK):
+        diff = proba[start : start + _BRIER_BLOCK].astype(np.float64)
+        diff[np.arange(diff.shape[0]), y[start : start + _BRIER_BLOCK]] -= 1.0
+        out[start : start + _BRIER_BLOCK] = np.einsum("ij,ij->i", diff, diff)
+    return out
+
+
 def _brier_sum(inp):
     """``sum_i w_i BS_i``: ``(p - y)**2`` of the positive class for two
     classes, ``sum_k (p_k - [y = k])**2`` otherwise."""
