@@ -42,7 +42,7 @@ LAYERS = (
     (("skcalib.calibration",), ("skcalib.conformal",)),
     (("skcalib.metrics",),),
     (("skcalib.selection",), ("skcalib.decision",), ("skcalib.monitoring",)),
-    (("skcalib.plotting",), ("skcalib.datasets",)),
+    (("skcalib.plotting",), ("skcalib.datasets",), ("skcalib.export",)),
     (("skcalib._report", "skcalib.__main__"),),
     (("skcalib",),),
 )
