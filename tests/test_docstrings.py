@@ -1,8 +1,8 @@
 """numpydoc validation of every public docstring.
 
 Objects are discovered (``tests/_discovery.py``) from the ``__all__`` of
-``skcalib``, ``skcalib.metrics``, ``skcalib.plotting`` and
-``skcalib.datasets``, with the public methods and properties that skcalib
+``skcalib``, ``skcalib.metrics``, ``skcalib.plotting``, ``skcalib.datasets``
+and ``skcalib.export``, with the public methods and properties that skcalib
 defines on each public class (each function once, under the first public
 path that reaches it). Scorer instances carry their class' docstring and
 are checked through ``ProbaScorer``.
@@ -26,7 +26,13 @@ from _discovery import public_members
 numpydoc_validate = pytest.importorskip("numpydoc.validate")
 from numpydoc.docscrape import ClassDoc  # noqa: E402
 
-MODULES = ("skcalib", "skcalib.metrics", "skcalib.plotting", "skcalib.datasets")
+MODULES = (
+    "skcalib",
+    "skcalib.metrics",
+    "skcalib.plotting",
+    "skcalib.datasets",
+    "skcalib.export",
+)
 CHECKS = {"GL08", "PR01", "PR02", "RT01", "SS01", "SS02", "SS03", "SS04", "SS05"}
 CHECKS_WITH_EXAMPLES = CHECKS | {"EX01"}
 

@@ -44,7 +44,7 @@ class GraphScores:
         if n_columns == 1:
             x = g.column(x, 0)
         if score_type == "probability" and not self.one_d:
-            x = _renormalised(g, x)
+            x = _renormalised(g, x, n_columns)
         self.raw = x
         self._cache = {}
 
@@ -128,17 +128,51 @@ class GraphScores:
         )
 
 
-def _renormalised(g, x):
+def _renormalised(g, x, n_columns):
     """Rows off 1 by more than ``sum_tolerance`` divided by their float64
-    sum (:func:`~skcalib._core.scores.renormalize_rows`), the others as given."""
+    sum (:func:`~skcalib._core.scores.renormalize_rows`), the others as given.
+
+    The sums are added in numpy's order (:func:`numpy_row_sum`), so a
+    renormalised probability is the same float as numpy's and is looked up
+    in the same bin even when it sits on an edge."""
     dtype = g.dtype(x)
     x64 = g.cast(x, np.float64)
-    sums = g.reduce("ReduceSum", x64, 1)
+    columns = [g.column(x64, k) for k in range(n_columns)]
+    sums = g.unsqueeze(numpy_row_sum(g, columns), 1)
     off = g.compare(
         "Greater", g.op("Abs", g.sub(sums, 1.0)), float(sum_tolerance(dtype))
     )
     divided = g.cast(g.div(x64, sums), dtype)
     return g.where(off, divided, x)
+
+
+def numpy_row_sum(g, columns):
+    """The sum of the 1-D ``columns``, added in the order of numpy's pairwise
+    summation of a contiguous row (``x.sum(axis=1)``): one by one from 0
+    (from ``0.0``) below 8 terms, eight running sums combined pairwise up to 128, halves
+    (rounded down to a multiple of 8) beyond."""
+    n = len(columns)
+    if n < 8:  # numpy starts from 0.0: 0.0 + a0 is a0
+        total = columns[0]
+        for column in columns[1:]:
+            total = g.add(total, column)
+        return total
+    if n <= 128:
+        r = list(columns[:8])
+        i = 8
+        while i < n - n % 8:
+            r = [g.add(r[j], columns[i + j]) for j in range(8)]
+            i += 8
+        total = g.add(
+            g.add(g.add(r[0], r[1]), g.add(r[2], r[3])),
+            g.add(g.add(r[4], r[5]), g.add(r[6], r[7])),
+        )
+        for column in columns[i:]:
+            total = g.add(total, column)
+        return total
+    half = n // 2
+    half -= half % 8
+    return g.add(numpy_row_sum(g, columns[:half]), numpy_row_sum(g, columns[half:]))
 
 
 def log_odds(g, log_proba, k):

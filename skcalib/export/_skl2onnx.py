@@ -79,10 +79,17 @@ def shape_calculator(operator):
 
 
 def _inner_scores(scope, operator, container, cal):
-    """The name of the wrapped classifier's scores, as the calibrator reads
-    them, and their number of columns (None: 1-D)."""
+    """The name of the wrapped classifier's float64 scores, as the
+    calibrator reads them, and their number of columns (None: 1-D).
+
+    scikit-learn's classifiers give float64 scores for float32 features too
+    (float64 coefficients, thresholds), and the calibrator then computes in
+    float64: the classifier's graph is written for float64 input (a Cast of
+    float32 features first) and so is the calibrator's."""
+    from onnx import TensorProto
     from skl2onnx.algebra.onnx_operator import OnnxSubEstimator
-    from skl2onnx.algebra.onnx_ops import OnnxIdentity
+    from skl2onnx.algebra.onnx_ops import OnnxCast, OnnxIdentity
+    from skl2onnx.common.data_types import DoubleTensorType
 
     opset = container.target_opset
     decision = cal._response_method() == "decision_function"
@@ -90,8 +97,15 @@ def _inner_scores(scope, operator, container, cal):
     # the converters read their options from the container (skl2onnx 1.20
     # gives OnnxSubEstimator's options to the scope only)
     container.add_options(id(cal.estimator), options)
+    features = operator.inputs[0]
+    if not isinstance(features.type, DoubleTensorType):
+        features = OnnxCast(features, to=TensorProto.DOUBLE, op_version=opset)
     sub = OnnxSubEstimator(
-        cal.estimator, operator.inputs[0], op_version=opset, options=options
+        cal.estimator,
+        features,
+        op_version=opset,
+        options=options,
+        input_types=[DoubleTensorType([None, None])],
     )
     name = scope.get_unique_variable_name("skcalib_inner_scores")
     OnnxIdentity(sub[1], op_version=opset, output_names=[name]).add_to(scope, container)
@@ -111,9 +125,10 @@ def convert_calibrator(scope, operator, container):
     else:
         x, n_columns = _inner_scores(scope, operator, container, cal)
     double = isinstance(operator.inputs[-1].type, DoubleTensorType)
+    out_dtype = np.float64 if double else np.float32
     prefix = scope.get_unique_variable_name(f"skcalib_{name}") + "_"
     g = Graph(container.target_opset, prefix=prefix, owner=name)
-    g.declare(x, np.float64 if double else np.float32)
+    g.declare(x, np.float64 if cal.estimator is not None else out_dtype)
     if cal.estimator is not None and n_columns is None:
         # skl2onnx writes a binary decision function as (-d, d); the
         # calibrator was fitted on scikit-learn's 1-D d
@@ -121,6 +136,7 @@ def convert_calibrator(scope, operator, container):
     sc = GraphScores(g, x, cal.score_type_, len(cal.classes_), n_columns)
     proba = build_graph(g, cal, sc)
     label = label_output(g, cal.classes_, proba)
+    proba = g.cast(proba, out_dtype)
     for tensor in g.initializers:
         _add_initializer(container, tensor)
     for node in g.nodes:

@@ -2,7 +2,7 @@
 they are skipped, saying so (``pytest --doctest-modules`` collects them in
 every checkout)."""
 
-import importlib.util
+import importlib
 
 import pytest
 
@@ -10,9 +10,18 @@ import pytest
 _EXTRA = ("onnx", "onnxruntime", "skl2onnx")
 
 
+def _missing():
+    missing = []
+    for name in _EXTRA:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
+
+
 def pytest_runtest_setup(item):
-    missing = [name for name in _EXTRA if importlib.util.find_spec(name) is None]
-    if missing and isinstance(item, pytest.DoctestItem):
+    if isinstance(item, pytest.DoctestItem) and (missing := _missing()):
         pytest.skip(
             f"the onnx extra is not installed ({', '.join(missing)} missing): "
             "pip install -e '.[onnx]'"
