@@ -28,9 +28,11 @@ REFUSED = {
         "monotone map"
     ),
     CalibratedClassifier: (
-        "it cross-fits an unfitted classifier; export its fitted pairs' "
-        "calibrators in wrapper mode instead, or use "
-        "sklearn.calibration.CalibratedClassifierCV, which skl2onnx converts"
+        "its predictions average the cross-fitted (classifier, calibrator) "
+        "pairs of calibrated_classifiers_, which to_onnx does not combine; "
+        "fit one calibrator in wrapper mode on held-out data (exportable), or "
+        "use sklearn.calibration.CalibratedClassifierCV, which skl2onnx "
+        "converts"
     ),
 }
 
@@ -61,6 +63,13 @@ def check_exportable(calibrator):
         )
     check_is_fitted(calibrator)
     if cls is ConformalClassifier:
+        if calibrator.estimator is not None:
+            raise TypeError(
+                f"{name} in wrapper mode cannot be exported to ONNX: export "
+                "its classifier with skl2onnx, and a ConformalClassifier "
+                "fitted on the classifier's scores (raw-score mode) with "
+                "to_onnx."
+            )
         check_conformal(calibrator)
         inner = calibrator.calibrator_
         if inner is not None and type(inner) not in GRAPHS:

@@ -52,7 +52,10 @@ def test_auto_calibrator_is_refused_naming_best_calibrator(logits3, run_onnx):
     "make, pattern",
     [
         (lambda: VennAbersCalibrator(), r"VennAbersCalibrator.*interval"),
-        (lambda: CalibratedClassifier(), r"CalibratedClassifier.*cross-fits"),
+        (
+            lambda: CalibratedClassifier(),
+            r"CalibratedClassifier.*calibrated_classifiers_",
+        ),
         (lambda: EnsembleTemperatureCalibrator(), r"no graph is written"),
         (lambda: CrossConformalClassifier(), r"no graph is written"),
     ],
@@ -93,6 +96,16 @@ def test_conformal_set_rules_without_a_graph_are_refused(logits3, params, patter
     z, y = logits3
     cp = ConformalClassifier(random_state=0, **params).fit(z, y)
     with pytest.raises(TypeError, match=pattern):
+        to_onnx(cp)
+
+
+def test_conformal_wrapper_mode_is_refused(logits3):
+    from sklearn.linear_model import LogisticRegression
+
+    z, y = logits3
+    lr = LogisticRegression().fit(z[:600], y[:600])
+    cp = ConformalClassifier(estimator=lr).fit(z[600:], y[600:])
+    with pytest.raises(TypeError, match="wrapper mode.*raw-score mode"):
         to_onnx(cp)
 
 
