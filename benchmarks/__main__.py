@@ -8,7 +8,7 @@ usage: python -m benchmarks COMMAND [options]
 commands: speed, quality, auto, large, large-fit, conformal, report,
   regularisation, isotonic-ranking, decisions, gpu, smooth-ece,
   calibration-tests, ece-speed, vector-scaling, cross-conformal, prior-shift,
-  cold-start, references, partial-fit, monitor
+  cold-start, references, partial-fit, monitor, export
 
   speed    time skcalib's calibrators and metrics against sklearn, netcal,
            torchmetrics, ... (writes speed.md)
@@ -63,6 +63,9 @@ commands: speed, quality, auto, large, large-fit, conformal, report,
            after every batch against a repeated Hosmer-Lemeshow test, power
            and delay after a temperature jump, peak memory at 1e6 and 1e7
            rows (writes monitor.md and monitor_false_alarms.png)
+  export   the exported ONNX graphs (skcalib.export.to_onnx) in onnxruntime
+           against predict_proba at 1e5 rows: milliseconds, ratio, model
+           size, largest difference (writes export.md; needs the onnx extra)
 
 Each command has --help. Full runs write benchmarks/results/; --quick runs
 write to a temporary folder unless --out is given."""
@@ -116,6 +119,8 @@ def main(argv=None):
         from benchmarks.bench_partial_fit import main as run
     elif command == "monitor":
         from benchmarks.bench_monitor import main as run
+    elif command == "export":
+        from benchmarks.bench_export import main as run
     else:
         print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2

@@ -187,7 +187,7 @@ def _check_api_page(app):
     pages = [DOC_DIR / "api.rst"] + ([DOC_DIR / "_api_datasets.rst"] * HAVE_DATASETS)
     text = "\n".join(page.read_text() for page in pages)
     listed = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
-    packages = ["skcalib", "skcalib.metrics", "skcalib.plotting"]
+    packages = ["skcalib", "skcalib.metrics", "skcalib.plotting", "skcalib.export"]
     packages += ["skcalib.datasets"] if HAVE_DATASETS else []
     for package in packages:
         module = importlib.import_module(package)

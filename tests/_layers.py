@@ -41,13 +41,8 @@ LAYERS = (
     (("skcalib._base",),),
     (("skcalib.calibration",), ("skcalib.conformal",)),
     (("skcalib.metrics",),),
-    (
-        ("skcalib.selection",),
-        ("skcalib.decision",),
-        ("skcalib.monitoring",),
-        ("skcalib.export",),
-    ),
-    (("skcalib.plotting",), ("skcalib.datasets",)),
+    (("skcalib.selection",), ("skcalib.decision",), ("skcalib.monitoring",)),
+    (("skcalib.plotting",), ("skcalib.datasets",), ("skcalib.export",)),
     (("skcalib._report", "skcalib.__main__"),),
     (("skcalib",),),
 )

@@ -72,6 +72,19 @@ def test_the_array_api_tests_run_in_their_own_step_after_the_readme_command():
     assert "_xp import" in steps[xp]
 
 
+def test_the_onnx_tests_run_in_their_own_step_after_the_array_api_one():
+    steps = _steps(_ci_text())
+    titles = list(steps)
+    xp = next(t for t in titles if t.startswith("array-API tests"))
+    export = next(t for t in titles if t.startswith("ONNX export tests"))
+    assert titles.index(export) == titles.index(xp) + 1
+    assert '".[test,onnx]"' in steps[export]
+    assert "tests/export" in steps[export] and "-rs" in steps[export]
+    assert "onnx" not in steps[next(t for t in titles if t.startswith("README"))]
+    # the extra the step installs
+    assert {"onnx", "onnxruntime", "skl2onnx"} <= _names(_extras()["onnx"])
+
+
 #: Files that name torch without asking for it, each with its reason.
 NAMES_TORCH_ONLY = {
     "test_import_cost.py": "torch is a module that import skcalib must not load",

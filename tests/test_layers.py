@@ -3,10 +3,10 @@
 The layers, lowest first (``tests/_layers.py``, ``LAYERS``): the kernels
 ``_core.accel`` < the numpy ``_core`` < its array-API twins ``_core.xp`` <
 ``_backends`` < ``_base`` < {``calibration``, ``conformal``} < ``metrics`` <
-{``selection``, ``decision``, ``monitoring``, ``export``} < {``plotting``,
-``datasets``} < the report package ``_report`` and ``__main__`` < the facade
-``skcalib/__init__.py``. The numpy core imports
-the kernels only where it dispatches to them (``CORE_ALLOWED``), and only
+{``selection``, ``decision``, ``monitoring``} < {``plotting``, ``datasets``,
+``export``} < the report package ``_report`` and ``__main__`` < the facade
+``skcalib/__init__.py``. The numpy core imports the kernels only where it
+dispatches to them (``CORE_ALLOWED``), and only
 ``_core/accel/simd.py`` imports numba's internals or llvmlite. A module imports
 only from lower layers or from its own package, never from a sibling, and no
 set of modules imports itself round in a circle. Imports are read with
