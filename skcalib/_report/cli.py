@@ -1,5 +1,6 @@
 """``skcalib report``: how miscalibrated is my model, and which calibrator fixes
-it best? Also ``python -m skcalib`` (the report on built-in data).
+it best? Also ``python -m skcalib`` (the report on built-in data), and
+``skcalib monitor`` (:mod:`skcalib._report.monitor_cli`).
 
 Exit status: 0 success; 1 a problem with the input data or with what they do
 not decide (the message names the option that decides it); 2 a usage error

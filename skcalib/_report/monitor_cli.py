@@ -156,7 +156,10 @@ def _monitor(args, window):
         if run is None:
             run = _Run(args, window, reader)
         proba = own_proba(chunk.scores, reader.score_type, reader.classes.size)
-        run.add(chunk.labels, proba, chunk.ns)
+        labels, ns = chunk.labels, chunk.ns
+        del chunk  # the scores: only the probabilities are needed now
+        run.add(labels, proba, ns)
+        del labels, proba, ns  # before the next chunk is read
     run.finish()
     return 0
 
@@ -186,8 +189,9 @@ class _Looks:
         self.pending = None
         for a, b in zip(starts, ends, strict=True):
             if b == n and b - a < self.look_rows:
-                part = None if ns is None else ns[a:]
-                self.pending = (y[a:], proba[a:], part)
+                # copies: the chunk's arrays are not kept for its last rows
+                part = None if ns is None else ns[a:].copy()
+                self.pending = (y[a:].copy(), proba[a:].copy(), part)
                 break
             self.n_done += b - a
             yield y[a:b], proba[a:b], None if ns is None else ns[a:b], int(keys[a])

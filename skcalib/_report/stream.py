@@ -46,13 +46,11 @@ HEAD_ROWS = 10_000
 class Chunk:
     """Rows of the log: labels, scores (as the report prepares them: a 1-D
     binary column oriented to the greater label, rounded rows
-    renormalised), timestamps (int64 ns) or None, and ``where(row)``, the
-    place of a row in messages."""
+    renormalised) and timestamps (int64 ns) or None."""
 
     labels: np.ndarray
     scores: np.ndarray
     ns: np.ndarray | None
-    where: object
 
 
 class LogReader:
@@ -85,8 +83,10 @@ class LogReader:
                     number = 2
                 size = HEAD_ROWS
                 while block := list(itertools.islice(f, size)):
+                    count = len(block)
                     yield block, number
-                    number += len(block)
+                    del block  # before the next is read: one block at a time
+                    number += count
                     size = chunk_rows
         except UnicodeDecodeError as exc:
             raise _decode_error(self.path, self.layout.encoding, exc) from None
@@ -288,7 +288,7 @@ class LogReader:
             check_order(ns, self.last_ns, where, self.opts.extra["--time-col"])
             if ns.size:
                 self.last_ns = int(ns[-1])
-        return Chunk(labels, prepared, ns, where)
+        return Chunk(labels, prepared, ns)
 
     def chunks(self, chunk_rows):
         """The :class:`Chunk` of every block of lines, the head first."""
@@ -296,16 +296,22 @@ class LogReader:
         head = next(blocks, None)
         if head is None:
             raise DataError(f"{self.path}: no data rows")
-        yield self._decide(*head)
+        chunk = self._decide(*head)
+        del head
+        yield chunk
         for block, first in blocks:
-            where = self._where(block, first)
-            labels, scores, times = self._parse(block, where, self.score_idx)
-            # C order, as the report reads them: row sums (and so the
-            # probabilities) then agree to the last bit
-            scores = np.ascontiguousarray(
-                scores[:, 0] if scores.shape[1] == 1 else scores
-            )
-            labels = self._labels(labels, where) if self.numeric_label else labels
-            if not self.numeric_label:
-                self._check_labels(labels, self.classes, where, "the first rows")
-            yield self._prepare(labels, scores, times, where)
+            chunk = self._chunk(block, first)
+            del block  # the lines go before the caller works on the numbers
+            yield chunk
+            del chunk
+
+    def _chunk(self, block, first):
+        where = self._where(block, first)
+        labels, scores, times = self._parse(block, where, self.score_idx)
+        # C order, as the report reads them: row sums (and so the
+        # probabilities) then agree to the last bit
+        scores = np.ascontiguousarray(scores[:, 0] if scores.shape[1] == 1 else scores)
+        labels = self._labels(labels, where) if self.numeric_label else labels
+        if not self.numeric_label:
+            self._check_labels(labels, self.classes, where, "the first rows")
+        return self._prepare(labels, scores, times, where)

@@ -307,3 +307,21 @@ def test_monitor_help_in_a_subprocess():
         timeout=120,
     )
     assert res.returncode == 0 and "--chunk-rows" in res.stdout
+
+
+def test_the_benchmark_log_reads_as_the_monitor_reads_it(capsys, tmp_path):
+    bench = pytest.importorskip("benchmarks.bench_monitor_cli")
+    path = tmp_path / "log.csv"
+    bench.generate(path, 6000)
+    code, out, err = monitor(
+        capsys, path, "--time-col", "t", "--window", "1h", "--format", "json"
+    )
+    assert code == 0, err
+    header, *objs = json_lines(out)
+    assert header["score_type"] == "probability" and header["classes"] == list(
+        range(10)
+    )
+    # one row a second from 22:13:20: 2800 rows until 23:00, then 3200
+    assert [o["n"] for o in objs if o["type"] == "window"] == [2800, 3200]
+    assert bench.main(["--sizes", "3000"]) == 0
+    assert "peak growth" in capsys.readouterr().out

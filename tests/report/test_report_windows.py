@@ -307,3 +307,33 @@ def test_group_col_audit(capsys, tmp_path):
     assert "--group-col column 'time'" in res["notes"]
     assert res["class_columns"] == {"0": "p_0", "1": "p_1", "2": "p_2"}
     assert len(res["groups"]["rows"]) >= 2
+
+
+def test_npz_time_array_and_classwise_test(capsys, tmp_path):
+    y, p = make_log(3000, k=3, drift_at=1000, temperature=2.5)
+    path = tmp_path / "log.npz"
+    np.savez(path, labels=y, probs=p, time=minutes(3000))
+    res = report_json(
+        capsys, path, "--time-col", "time", "--window", "12h", "--kind", "classwise"
+    )
+    mon = res["monitor"]
+    assert [r["n"] for r in mon["rows"]] == [720] * 4 + [120]
+    assert mon["rows"][0]["classwise_ece"] is not None
+    assert {d["class"] for d in mon["alarm"]["drivers"]} <= {0, 1, 2}
+    assert all(isinstance(d["class"], int) for d in mon["alarm"]["drivers"])
+    code, out, _ = run_cli(
+        capsys,
+        "report",
+        path,
+        "--time-col",
+        "time",
+        "--window",
+        "12h",
+        "--kind",
+        "classwise",
+        *FAST,
+    )
+    assert "cw-ECE" in out and "driven by class " in out
+    # an NPZ without that array
+    code, _, err = run_cli(capsys, "report", path, "--time-col", "when", *FAST)
+    assert code == 1 and "--time-col when: no such array" in err
