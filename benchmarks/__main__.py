@@ -8,7 +8,7 @@ usage: python -m benchmarks COMMAND [options]
 commands: speed, quality, auto, large, large-fit, conformal, report,
   regularisation, isotonic-ranking, decisions, gpu, smooth-ece,
   calibration-tests, ece-speed, vector-scaling, cross-conformal, prior-shift,
-  cold-start, references, partial-fit, monitor, export
+  cold-start, references, partial-fit, monitor, export, monitor-cli
 
   speed    time skcalib's calibrators and metrics against sklearn, netcal,
            torchmetrics, ... (writes speed.md)
@@ -66,6 +66,10 @@ commands: speed, quality, auto, large, large-fit, conformal, report,
   export   the exported ONNX graphs (skcalib.export.to_onnx) in onnxruntime
            against predict_proba at 1e5 rows: milliseconds, ratio, model
            size, largest difference (writes export.md; needs the onnx extra)
+  monitor-cli  skcalib monitor (the command, reading the log in chunks) on
+           generated logs of 1e5 and 1e6 rows (--max-rows 1e7 adds 1e7): file
+           size, wall time and peak memory, which does not grow with the rows
+           (prints; --out DIR writes monitor_cli.md)
 
 Each command has --help. Full runs write benchmarks/results/; --quick runs
 write to a temporary folder unless --out is given."""
@@ -121,6 +125,8 @@ def main(argv=None):
         from benchmarks.bench_monitor import main as run
     elif command == "export":
         from benchmarks.bench_export import main as run
+    elif command == "monitor-cli":
+        from benchmarks.bench_monitor_cli import main as run
     else:
         print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2

@@ -1,5 +1,6 @@
 """``skcalib report``: how miscalibrated is my model, and which calibrator fixes
-it best? Also ``python -m skcalib`` (the report on built-in data).
+it best? Also ``python -m skcalib`` (the report on built-in data), and
+``skcalib monitor`` (:mod:`skcalib._report.monitor_cli`).
 
 Exit status: 0 success; 1 a problem with the input data or with what they do
 not decide (the message names the option that decides it); 2 a usage error
@@ -191,7 +192,12 @@ def _parser(methods, default):
         default=0,
         help="seed of the folds, the bootstrap and the calibrators (default 0)",
     )
+    from skcalib._report.extras import add_options
+    from skcalib._report.monitor_cli import add_monitor_parser
+
+    add_options(rep)
     _add_output_options(rep)
+    add_monitor_parser(sub)
     return parser
 
 
@@ -219,8 +225,10 @@ def _add_output_options(rep):
 
 
 def _load(args):
+    from skcalib._report.extras import read_extra
     from skcalib._report.io import DataError, Predictions, ReadOptions, read_predictions
 
+    extra = read_extra(args)
     if args.path is None:
         from skcalib.datasets import list_datasets, load_predictions
 
@@ -246,6 +254,7 @@ def _load(args):
         classes=args.classes,
         positive_label=args.positive_label,
         encoding=args.encoding,
+        extra=extra,
     )
     return read_predictions(Path(args.path), options)
 
@@ -280,9 +289,11 @@ def _chosen_methods(args, parser, methods):
 
 def report(args, parser):
     """Run the report; return the exit status."""
+    from skcalib._report.extras import check_options
     from skcalib._report.run import available_methods
 
     methods = _chosen_methods(args, parser, available_methods())
+    check_options(args, parser)
     if args.debug:
         return _report(args, methods)
     from skcalib._report.io import DataError
@@ -320,6 +331,9 @@ def _report(args, methods):
     scores, decision = prepare_scores(pred, args.score_type or pred.kind or "auto")
     pred.scores = scores  # the file's copy can go (renormalised rows: a copy)
     check_data(pred.labels, scores, pred.source, args.cv)
+    from skcalib._report.extras import compute
+
+    sections = compute(args, pred, scores, decision.score_type)  # before the fits
     progress = _Progress(list(methods), args.cv, enabled=not args.quiet)
     rows, probas = run_report(
         scores,
@@ -330,7 +344,7 @@ def _report(args, methods):
         random_state=args.random_state,
         progress=progress,
     )
-    meta = _meta(args, pred, decision, methods)
+    meta = {**_meta(args, pred, decision, methods), **sections}
     _print_report(args, rows, meta)
     _write(args, rows, probas, scores, pred, decision, methods, meta)
     return 0
@@ -413,11 +427,16 @@ def _print_report(args, rows, meta):
     print("columns:")
     bullet = "  " if args.format == "text" else "- "
     print("\n".join(bullet + line for line in LEGEND))
+    from skcalib._report.extras import print_lines
+
+    for line in print_lines(meta, args.format):
+        print(line)
 
 
 def _write(args, rows, probas, scores, pred, decision, methods, meta):
     if not (args.out or args.html):
         return
+    from skcalib._report.extras import files as extra_files
     from skcalib._report.html import MATPLOTLIB_HINT, reliability_png
     from skcalib._report.out import write_run, write_single
     from skcalib._report.run import fit_best, uncalibrated_proba
@@ -446,6 +465,7 @@ def _write(args, rows, probas, scores, pred, decision, methods, meta):
         files = {"report.json": json.dumps(report_obj, indent=2).encode()}
         if png is not None:
             files["reliability.png"] = png
+        files.update(extra_files(meta))
         if best is not rows[0]:
             cal = fit_best(
                 methods[best["method"]],
@@ -469,6 +489,7 @@ def _write(args, rows, probas, scores, pred, decision, methods, meta):
 
 
 def _html(meta, rows, probas, pred, calibrated):
+    from skcalib._report.extras import html_sections
     from skcalib._report.html import html_page, reliability_png
 
     ranked = [r["method"] for r in rows[1:]][:2]  # sorted by NLL
@@ -487,6 +508,7 @@ def _html(meta, rows, probas, pred, calibrated):
         LEGEND,
         meta["recommendation"],
         images,
+        html_sections(meta),
     )
 
 
@@ -499,6 +521,10 @@ def main(argv=None):
     if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
         argv = ["report", *argv]
     args = parser.parse_args(argv)
+    if args.command == "monitor":
+        from skcalib._report.monitor_cli import monitor
+
+        return monitor(args, parser)
     if args.command != "report":
         parser.print_help()
         return EXIT_USAGE

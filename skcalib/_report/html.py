@@ -60,6 +60,90 @@ def reliability_png(y, probas, names, title, figsize=(6, 7), dpi=150):
     return buf.getvalue()
 
 
+def _window_x(summary):
+    """The middle and the end of each window (rows, or datetime64 for time
+    windows), and the place of the alarm."""
+    rows, alarm = summary["rows"], summary["alarm"]
+    if summary["window_unit"] == "rows":
+        start = np.array([r["start"] for r in rows], dtype=float)
+        end = np.array([r["end"] for r in rows], dtype=float)
+        at = None if alarm is None else alarm["rows"]
+        return (start + end) / 2, end, at, "rows read"
+    start = np.array([r["start"] for r in rows], dtype="datetime64[ns]")
+    end = np.array([r["end"] for r in rows], dtype="datetime64[ns]")
+    at = None
+    if alarm is not None:
+        at = np.datetime64(alarm["time"] or alarm["window_end"], "ns")
+    return start + (end - start) // 2, end, at, "time (UTC)"
+
+
+def over_time_png(summary, title, figsize=(8, 5.5), dpi=100):
+    """PNG bytes of the ECE per window with its interval and, below, the
+    e-process against 1/alpha, the alarm as a vertical line; None without
+    matplotlib."""
+    plt, _ = _pyplot()
+    if plt is None:
+        return None
+    rows = summary["rows"]
+
+    def values(key):
+        return np.array([np.nan if r[key] is None else r[key] for r in rows])
+
+    x, x_end, at, xlabel = _window_x(summary)
+    fig, (ax, ax_e) = plt.subplots(2, 1, figsize=figsize, sharex=True)
+    try:
+        ax.fill_between(
+            x, values("ece_low"), values("ece_high"), alpha=0.25, label="95% interval"
+        )
+        ax.plot(x, values("ece"), "o-", ms=3, label="ECE per window")
+        ax.set_ylabel("confidence ECE")
+        ax.set_title(title)
+        ax_e.semilogy(
+            x_end, values("e_value"), ".-", color="0.3", label="e-value (window end)"
+        )
+        ax_e.axhline(
+            1 / summary["alpha"],
+            ls="--",
+            color="tab:red",
+            lw=1,
+            label=f"1/alpha = {1 / summary['alpha']:g}",
+        )
+        ax_e.set_ylabel("e-value (log)")
+        ax_e.set_xlabel(xlabel)
+        if at is not None:
+            for a in (ax, ax_e):
+                a.axvline(at, color="tab:red", lw=1.5, label="alarm")
+        ax.legend(
+            title="the model's own (uncalibrated) probabilities",
+            fontsize="small",
+            title_fontsize="small",
+        )
+        ax_e.legend(fontsize="small")
+        if summary["window_unit"] == "time":
+            fig.autofmt_xdate()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    return buf.getvalue()
+
+
+def section(title, rows, columns, cells, lines=(), images=()):
+    """One more section of the page: a heading, a table, paragraphs (the
+    alarm line, a legend) and figures ``[(caption, png)]``."""
+    figs = "".join(
+        '<figure><img alt="{0}" src="data:image/png;base64,{1}">'
+        "<figcaption>{0}</figcaption></figure>".format(
+            html.escape(caption), base64.b64encode(png).decode("ascii")
+        )
+        for caption, png in images
+    )
+    text = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
+    return f"<h2>{html.escape(title)}</h2>\n{_table(rows, columns, cells)}\n{text}" + (
+        f'<div class="figs">{figs}</div>' if figs else ""
+    )
+
+
 _CSS = """
 body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto;
        padding: 0 1em; color: #222; }
@@ -114,9 +198,10 @@ def _summary(meta):
     )
 
 
-def html_page(meta, rows, columns, cells, legend, recommendation, images):
+def html_page(meta, rows, columns, cells, legend, recommendation, images, sections=()):
     """The report as one HTML document (str). ``images``: ``[(caption,
-    png bytes)]``."""
+    png bytes)]``; ``sections``: HTML of more sections (:func:`section`),
+    after the calibrators."""
     figs = "".join(
         '<figure><img alt="{0}" src="data:image/png;base64,{1}">'
         "<figcaption>{0}</figcaption></figure>".format(
@@ -143,6 +228,7 @@ def html_page(meta, rows, columns, cells, legend, recommendation, images):
 <h2>Calibrators (scores out of fold)</h2>
 {_table(rows, columns, cells)}
 {legend_html}
+{"".join(sections)}
 <h2>Reliability diagrams</h2>
 <div class="figs">{figs}</div>
 <p><small>skcalib {html.escape(meta.get("skcalib_version", ""))}</small></p>

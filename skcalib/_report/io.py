@@ -71,6 +71,12 @@ class Predictions:
     columns: dict = field(default_factory=dict)  # class -> column name
     notes: list = field(default_factory=list)  # lines for the header
     kind_reason: str | None = None  # where ``kind`` comes from
+    #: ``{option: column}`` of the columns read besides labels and scores
+    #: (``--time-col``, ``--group-col``): text for a CSV, the array for NPZ
+    extra: dict = field(default_factory=dict)
+    #: Line of the file that holds row 0 (a CSV; exact unless blank lines
+    #: precede a row); None for NPZ
+    first_line: int | None = None
 
 
 # ----------------------------------------------------------------- helpers
@@ -188,19 +194,26 @@ def _name(layout, idx):
     return layout.header[idx] if layout.header else f"column {idx}"
 
 
-def _find_label_column(path, layout, label_col):
+def _find_label_column(path, layout, label_col, exclude=()):
+    """The label column: ``label_col``, else by name, else the only text
+    column; the columns of ``exclude`` (``--time-col``, ...) are never it."""
     n_cols = len(layout.rows[0])
     if label_col is not None:
         return _column_index(label_col, layout.header, n_cols, path, "label")
     header = layout.header
     if header is not None:
-        known = [i for i, h in enumerate(header) if h.lower() in LABEL_COLUMN_NAMES]
+        known = [
+            i
+            for i, h in enumerate(header)
+            if h.lower() in LABEL_COLUMN_NAMES and i not in exclude
+        ]
         if len(known) == 1:
             return known[0]
         text_cols = [
             i
             for i in range(n_cols)
-            if not all(_is_number(r[i]) for r in layout.rows if len(r) == n_cols)
+            if i not in exclude
+            and not all(_is_number(r[i]) for r in layout.rows if len(r) == n_cols)
         ]
         if len(known) > 1 or len(text_cols) != 1:
             raise DataError(
@@ -230,17 +243,42 @@ class ReadOptions:
     positive_label: str | None = None
     encoding: str | None = None
     header: bool = True  # set by the reader
+    #: ``{option: column spec}`` of other columns to read, never scores
+    #: (``{"--time-col": "ts"}``)
+    extra: dict = field(default_factory=dict)
 
 
-def read_csv(path, options=None):
-    """Labels and scores of a CSV file (see the module docstring)."""
-    opts = ReadOptions() if options is None else options
-    path = Path(path)
-    layout = _sniff_layout(path, opts.encoding)
-    opts.header = layout.header is not None
+@dataclass
+class Columns:
+    """Where the label, the candidate score columns and the ``extra``
+    columns are in a CSV (file indices)."""
+
+    names: list
+    label: int
+    candidates: list
+    extra: dict  # option -> index
+
+
+def find_columns(path, layout, opts):
+    """The columns of a CSV with the layout ``layout`` (see :class:`Columns`)."""
     n_cols = len(layout.rows[0])
     names = layout.header or [str(i) for i in range(n_cols)]
-    label_idx = _find_label_column(path, layout, opts.label_col)
+    extra = {
+        option: _column_index(spec, layout.header, n_cols, path, option)
+        for option, spec in opts.extra.items()
+    }
+    seen = {}
+    for option, idx in extra.items():
+        if idx in seen:
+            raise DataError(
+                f"{path}: {seen[idx]} and {option} name the same column {names[idx]!r}"
+            )
+        seen[idx] = option
+    label_idx = _find_label_column(path, layout, opts.label_col, set(extra.values()))
+    if label_idx in seen:
+        raise DataError(
+            f"{path}: the label column {names[label_idx]!r} is also {seen[label_idx]}"
+        )
     if opts.score_cols:
         candidates = [
             _column_index(s, layout.header, n_cols, path, "score")
@@ -249,10 +287,24 @@ def read_csv(path, options=None):
         ]
         if label_idx in candidates:
             raise DataError(f"{path}: --score-cols includes the label column")
+        clash = [seen[i] for i in candidates if i in seen]
+        if clash:
+            raise DataError(f"{path}: --score-cols includes the {clash[0]} column")
     else:
-        candidates = [i for i in range(n_cols) if i != label_idx]
+        candidates = [i for i in range(n_cols) if i != label_idx and i not in seen]
     if not candidates:
         raise DataError(f"{path}: no score column besides the label column")
+    return Columns(names, label_idx, candidates, extra)
+
+
+def read_csv(path, options=None):
+    """Labels and scores of a CSV file (see the module docstring)."""
+    opts = ReadOptions() if options is None else options
+    path = Path(path)
+    layout = _sniff_layout(path, opts.encoding)
+    opts.header = layout.header is not None
+    cols = find_columns(path, layout, opts)
+    names, label_idx, candidates = cols.names, cols.label, cols.candidates
     numeric_label = all(_is_number(r[label_idx]) for r in layout.rows)
     raw = _load_columns(path, layout, label_idx, candidates, numeric_label)
     labels = parse_labels(raw[0])
@@ -271,6 +323,8 @@ def read_csv(path, options=None):
     del raw
     _check_finite(path, layout, scores, [names[i] for i in choice.idx])
     notes = [f"label column {names[label_idx]!r}", *choice.notes]
+    notes += [f"{opt} column {names[i]!r}" for opt, i in cols.extra.items()]
+    extra = {opt: _load_text(path, layout, i) for opt, i in cols.extra.items()}
     columns = (
         {_py(choice.positive): names[choice.idx[0]]}
         if choice.positive is not None
@@ -285,7 +339,17 @@ def read_csv(path, options=None):
         _py(choice.positive),
         columns,
         notes,
+        extra=extra,
+        first_line=1 + opts.header,
     )
+
+
+def _load_text(path, layout, idx):
+    """One column as stripped text (the time or group column)."""
+    try:
+        return np.char.strip(_loadtxt(path, layout, [idx], str)[:, 0])
+    except UnicodeDecodeError as exc:
+        raise _decode_error(path, layout.encoding, exc) from None
 
 
 def _loadtxt(path, layout, cols, dtype):
@@ -450,6 +514,33 @@ def read_npz(path):
     )
 
 
+def _npz_extra(path, extra, n_rows):
+    """The arrays named by ``--time-col``/``--group-col`` in an NPZ file."""
+    out = {}
+    if not extra:
+        return out
+    with np.load(path, allow_pickle=False) as data:
+        for option, key in extra.items():
+            if key not in data:
+                raise DataError(
+                    f"{path}: {option} {key}: no such array; found {list(data.keys())}"
+                )
+            try:
+                arr = data[key]
+            except ValueError:
+                raise DataError(
+                    f"{path}: array {key!r} holds pickled Python objects, which "
+                    "are refused"
+                ) from None
+            if arr.shape != (n_rows,):
+                raise DataError(
+                    f"{path}: {option} array {key!r} has shape {arr.shape}, "
+                    f"expected ({n_rows},) (one value per row)"
+                )
+            out[option] = arr
+    return out
+
+
 def read_predictions(path, options):
     """Dispatch on the file: NPZ (by suffix or content), .npy refused, CSV."""
     path = Path(path)
@@ -466,7 +557,10 @@ def read_predictions(path, options):
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror})") from None
     if suffix == ".npz" or magic == b"PK\x03\x04":
-        return read_npz(path)
+        pred = read_npz(path)
+        extra = options.extra if options is not None else {}
+        pred.extra = _npz_extra(path, extra, pred.labels.shape[0])
+        return pred
     try:
         return read_csv(path, options)
     except OSError as exc:

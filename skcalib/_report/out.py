@@ -31,7 +31,13 @@ __all__ = []
 
 MANIFEST = "manifest.json"
 #: Every name a run may write in ``--out``.
-KNOWN_OUTPUTS = ("report.json", "reliability.png", "best_calibrator.pkl", MANIFEST)
+KNOWN_OUTPUTS = (
+    "report.json",
+    "reliability.png",
+    "calibration_over_time.png",
+    "best_calibrator.pkl",
+    MANIFEST,
+)
 
 
 class OutputError(Exception):
