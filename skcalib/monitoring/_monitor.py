@@ -370,6 +370,7 @@ class CalibrationMonitor:
         """
         if not hasattr(self, "n_batches_"):
             self._setup()
+        before = self.e_value_  # windows closed by this batch's first rows
         y, proba = check_arrays(y_true, y_proba, allow_empty=True)
         inp, classes = check_chunk(y, proba, classes=self.classes_, labels=self.labels)
         times = self._check_times(timestamps, y.shape[0])
@@ -383,7 +384,7 @@ class CalibrationMonitor:
         if times is not None and times.size:
             self._last_time = int(times[-1])
         if inp is not None:
-            self._feed_windows(y, proba, times)
+            self._feed_windows(y, proba, times, before)
         self.n_samples_ += y.shape[0]
         self._check_alarm(times)
         self.n_batches_ += 1
@@ -447,14 +448,19 @@ class CalibrationMonitor:
             return (self.n_samples_ + np.arange(n_rows)) // size
         return times // size
 
-    def _feed_windows(self, y, proba, times):
+    def _feed_windows(self, y, proba, times, before):
+        # A window's e-value is the e-process after the last batch holding
+        # its rows: ``before`` (the previous batch's) for a window that this
+        # batch's first rows close, the current one for a window that ends
+        # inside this batch.
         keys = self._keys(y.shape[0], times)
         cuts = np.concatenate([[0], np.flatnonzero(np.diff(keys)) + 1, [keys.size]])
         for start, stop in zip(cuts[:-1], cuts[1:], strict=True):
             key = int(keys[start])
             if self._open_key is not None and key != self._open_key:
-                self._close()
-                self._add_empty(key - self._open_key - 1)
+                last = before if start == 0 else self.e_value_
+                self._close(e_value=last)
+                self._add_empty(key - self._open_key - 1, last)
             if self._open is None:
                 acc = CalibrationAccumulator(
                     self.n_bins,
@@ -509,7 +515,7 @@ class CalibrationMonitor:
         self._append(self._record(self._open_key, acc, first, value, True))
         self._open = None
 
-    def _add_empty(self, n_gap):
+    def _add_empty(self, n_gap, e_value):
         if n_gap <= 0:
             return
         if self.max_windows is None and n_gap > MAX_GAP:
@@ -522,7 +528,7 @@ class CalibrationMonitor:
         self.n_windows_dropped_ += n_gap - kept
         first = self._open_key + 1 + n_gap - kept
         for key in range(first, first + kept):
-            self._append(self._record(key, None, None, self.e_value_, True))
+            self._append(self._record(key, None, None, e_value, True))
 
     def windows(self, as_frame=False):
         """Per-window metrics, oldest first (the open window last).
@@ -542,7 +548,9 @@ class CalibrationMonitor:
             ECE and its interval), ``brier``, ``nll``, ``accuracy``,
             ``curve`` (a :class:`~skcalib.metrics.ReliabilityCurve`),
             ``classwise_ece`` (``kind="classwise"``), ``e_value`` (the
-            e-process after the window's last batch) and ``complete``
+            e-process after the last batch that holds rows of the window;
+            for an empty window, that of the window before it) and
+            ``complete``
             (False for the open window). An empty window has ``n = 0`` and
             None metrics.
         """

@@ -321,3 +321,23 @@ def test_power_and_detection_delay():
 def test_monitor_is_exported():
     assert skcalib.CalibrationMonitor is CalibrationMonitor
     assert "CalibrationMonitor" in skcalib.__all__
+
+
+def test_window_e_value_is_after_its_last_batch():
+    # Time windows of one day, one batch per half day: the batch that opens
+    # day 2 closes day 1, whose e-value is the one after day 1's second
+    # batch (not after the batch that closed it).
+    rng = np.random.default_rng(3)
+    mon = CalibrationMonitor(window="1D", labels=np.arange(3), random_state=0)
+    seen = []
+    for b in range(6):
+        p = rng.dirichlet(np.ones(3) * 0.3, 200)
+        y = rng.integers(0, 3, 200)  # miscalibrated: the e-process moves
+        t = np.datetime64("2024-01-01T00:00") + np.timedelta64(12 * b, "h")
+        mon.update(y, p, timestamps=np.full(200, t))
+        seen.append(mon.e_value_)
+    rows = mon.windows()
+    assert [r["n"] for r in rows] == [400, 400, 400]
+    assert [r["e_value"] for r in rows[:2]] == [seen[1], seen[3]]
+    assert rows[2]["e_value"] == seen[5] and not rows[2]["complete"]
+    assert len(set(seen)) == len(seen)  # the values differ: the test can fail
