@@ -67,7 +67,7 @@ def test_the_array_api_tests_run_in_their_own_step_after_the_readme_command():
     assert "array-api" not in steps[readme]
     # the docs build runs the GPU guide's torch examples
     docs = next(t for t in titles if t.startswith("docs build"))
-    assert '".[docs,array-api]"' in steps[docs]
+    assert '".[docs,array-api,onnx]"' in steps[docs]
     # the step picks the test files by their import of tests/_xp.py
     assert "_xp import" in steps[xp]
 

@@ -91,6 +91,15 @@ def _inner_scores(scope, operator, container, cal):
     from skl2onnx.algebra.onnx_ops import OnnxCast, OnnxIdentity
     from skl2onnx.common.data_types import DoubleTensorType
 
+    if hasattr(cal.estimator, "steps"):
+        raise TypeError(
+            f"{type(cal).__name__} wraps a Pipeline, whose graph skl2onnx 1.20 "
+            "cannot nest in a calibrator's: wrap the pipeline's classifier and "
+            "make the calibrator the pipeline's last step instead, e.g. "
+            "make_pipeline(model[:-1], "
+            f"{type(cal).__name__}(model[-1]).fit(model[:-1].transform(X), y)), "
+            "and convert that pipeline."
+        )
     opset = container.target_opset
     decision = cal._response_method() == "decision_function"
     options = {"zipmap": False, **({"raw_scores": True} if decision else {})}

@@ -132,3 +132,26 @@ def test_wrapper_mode_around_hist_gradient_boosting(run_onnx, features):
         cal = cls(estimator=hgb).fit(X[1000:2000], y[1000:2000])
         for dtype in (np.float64, np.float32):
             _compare(run_onnx, to_onnx(cal, dtype=dtype), cal, X[2000:], dtype)
+
+
+def test_a_wrapper_around_a_pipeline_is_refused_with_the_way_round(features):
+    # skl2onnx 1.20 cannot nest a Pipeline's graph in the calibrator's (it
+    # failed deep inside skl2onnx with "Empty inputs"); the error says how
+    # to restructure, and the restructured pipeline converts.
+    X, y = features
+    model = make_pipeline(StandardScaler(), LogisticRegression())
+    model.fit(X[:1000], y[:1000])
+    cal = PlattCalibrator(estimator=model).fit(X[1000:2000], y[1000:2000])
+    with pytest.raises(TypeError, match=r"wraps a Pipeline.*last step"):
+        to_onnx(cal)
+    register_skl2onnx()
+    with pytest.raises(TypeError, match="wraps a Pipeline"):
+        skl2onnx.to_onnx(cal, X[:1].astype(np.float32))
+    inner = PlattCalibrator(estimator=model[-1]).fit(
+        model[:-1].transform(X[1000:2000]), y[1000:2000]
+    )
+    pipe = make_pipeline(model[:-1], inner)
+    np.testing.assert_allclose(
+        pipe.predict_proba(X[2000:]), cal.predict_proba(X[2000:]), atol=1e-12
+    )
+    assert skl2onnx.to_onnx(pipe, X[:1].astype(np.float32)) is not None
