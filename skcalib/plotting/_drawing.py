@@ -307,3 +307,17 @@ def draw_smooth_curve(ax, smooth, label, color, kwargs):
     return ax.plot(
         x, np.where(dense, acc, np.nan), **merge_kwargs(defaults, kwargs, Line2D)
     )[0]
+
+
+def estimator_proba(estimator, X, display, name):
+    """``(y_proba, name, classes)`` of a display's ``from_estimator``: the
+    estimator's ``predict_proba(X)``, the name (its class name when
+    ``name`` is None) and its ``classes_`` (None without them); a
+    ``TypeError`` naming ``display`` when it has no ``predict_proba``."""
+    if not hasattr(estimator, "predict_proba"):
+        raise TypeError(
+            f"{type(estimator).__name__} has no predict_proba; "
+            f"{display} needs predicted probabilities."
+        )
+    name = type(estimator).__name__ if name is None else name
+    return estimator.predict_proba(X), name, getattr(estimator, "classes_", None)

@@ -9,7 +9,7 @@ so that the display's module holds the class and its drawing only.
 
 from skcalib.plotting._classes import check_option
 from skcalib.plotting._display_data import display_data
-from skcalib.plotting._drawing import import_pyplot
+from skcalib.plotting._drawing import estimator_proba, import_pyplot
 
 __all__ = ["ReliabilityFromDataMixin", "check_option"]
 
@@ -445,13 +445,9 @@ class ReliabilityFromDataMixin:
         >>> plt.close("all")
         """
         import_pyplot()
-        if not hasattr(estimator, "predict_proba"):
-            raise TypeError(
-                f"{type(estimator).__name__} has no predict_proba; "
-                "ReliabilityDisplay needs predicted probabilities."
-            )
-        y_proba = estimator.predict_proba(X)
-        name = type(estimator).__name__ if name is None else name
+        y_proba, name, classes = estimator_proba(
+            estimator, X, "ReliabilityDisplay", name
+        )
         return cls.from_predictions(
             y,
             y_proba,
@@ -461,7 +457,7 @@ class ReliabilityFromDataMixin:
             class_index=class_index,
             pos_label=pos_label,
             sample_weight=sample_weight,
-            labels=getattr(estimator, "classes_", None),
+            labels=classes,
             confidence_level=confidence_level,
             name=name,
             ax=ax,

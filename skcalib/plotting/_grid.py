@@ -15,7 +15,12 @@ import numpy as np
 
 from skcalib.plotting._annotations import legend_label
 from skcalib.plotting._display_data import display_data
-from skcalib.plotting._drawing import REF_LINE_GID, REF_LINE_LABEL, import_pyplot
+from skcalib.plotting._drawing import (
+    REF_LINE_GID,
+    REF_LINE_LABEL,
+    estimator_proba,
+    import_pyplot,
+)
 from skcalib.plotting._reliability import ReliabilityDisplay
 
 __all__ = ["ReliabilityGridDisplay"]
@@ -472,16 +477,13 @@ class ReliabilityGridDisplay:
         'LogisticRegression'
         >>> plt.close("all")
         """
-        if not hasattr(estimator, "predict_proba"):
-            raise TypeError(
-                f"{type(estimator).__name__} has no predict_proba; "
-                "ReliabilityGridDisplay needs predicted probabilities."
-            )
-        name = type(estimator).__name__ if name is None else name
+        y_proba, name, classes = estimator_proba(
+            estimator, X, "ReliabilityGridDisplay", name
+        )
         return cls.from_predictions(
             y,
-            estimator.predict_proba(X),
-            labels=getattr(estimator, "classes_", None),
+            y_proba,
+            labels=classes,
             name=name,
             **kwargs,
         )

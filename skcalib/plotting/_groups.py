@@ -12,7 +12,7 @@ import numpy as np
 
 from skcalib.monitoring import calibration_by_group
 from skcalib.plotting._annotations import legend_label
-from skcalib.plotting._drawing import import_pyplot
+from skcalib.plotting._drawing import estimator_proba, import_pyplot
 from skcalib.plotting._grid import _figure_legend, _fit_layout, _grid_axes
 from skcalib.plotting._reliability import ReliabilityDisplay
 
@@ -466,17 +466,14 @@ default="cumulative"
 
         >>> plt.close("all")
         """
-        if not hasattr(estimator, "predict_proba"):
-            raise TypeError(
-                f"{type(estimator).__name__} has no predict_proba; "
-                "GroupReliabilityDisplay needs predicted probabilities."
-            )
-        name = type(estimator).__name__ if name is None else name
+        y_proba, name, classes = estimator_proba(
+            estimator, X, "GroupReliabilityDisplay", name
+        )
         return cls.from_predictions(
             y,
-            estimator.predict_proba(X),
+            y_proba,
             groups,
-            labels=getattr(estimator, "classes_", None),
+            labels=classes,
             name=name,
             **kwargs,
         )

@@ -18,7 +18,7 @@ from skcalib.metrics._selective_core import (
     oracle_curve,
     selective_inputs,
 )
-from skcalib.plotting._drawing import import_pyplot, merge_kwargs
+from skcalib.plotting._drawing import estimator_proba, import_pyplot, merge_kwargs
 
 __all__ = ["RiskCoverageDisplay"]
 
@@ -417,20 +417,17 @@ array-like of shape (n_samples,), default="max_proba"
         >>> plt.close("all")
         """
         import_pyplot("RiskCoverageDisplay")
-        if not hasattr(estimator, "predict_proba"):
-            raise TypeError(
-                f"{type(estimator).__name__} has no predict_proba; "
-                "RiskCoverageDisplay needs predicted probabilities."
-            )
-        y_proba = estimator.predict_proba(X)
+        y_proba, name, classes = estimator_proba(
+            estimator, X, "RiskCoverageDisplay", name
+        )
         return cls.from_predictions(
             y,
             y_proba,
             confidence=confidence,
             loss=loss,
             sample_weight=sample_weight,
-            labels=getattr(estimator, "classes_", None),
-            name=type(estimator).__name__ if name is None else name,
+            labels=classes,
+            name=name,
             ax=ax,
             plot_oracle=plot_oracle,
             oracle_kwargs=oracle_kwargs,
