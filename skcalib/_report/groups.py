@@ -12,28 +12,16 @@ prints.
 import numpy as np
 
 from skcalib._report.columns import _py
+from skcalib.monitoring._groups_result import COLUMNS
 
 __all__ = []
 
 #: Resamples of each group's ECE interval (the report's own intervals use
 #: 200 too).
 N_RESAMPLES = 200
-#: Columns shown first, in this order; any other field of the result
-#: follows in its own order.
-PREFERRED = (
-    "group",
-    "n",
-    "accuracy",
-    "ece",
-    "ece_low",
-    "ece_high",
-    "corp_mcb",
-    "brier",
-    "nll",
-    "pvalue",
-    "pvalue_adjusted",
-    "note",
-)
+#: Columns shown first, in this order (those of the result's rows); any
+#: other field follows in its own order.
+PREFERRED = COLUMNS
 TITLES = {
     "ece": "ECE",
     "ece_low": "ECE low",
