@@ -409,7 +409,7 @@ def log_floored(proba):
     return np.log(out, out=out)
 
 
-def to_log_proba(scores, score_type, n_classes):
+def to_log_proba(scores, score_type, n_classes, floor=PROBA_FLOOR):
     """Normalised log-probabilities of shape ``(n, n_classes)`` from raw scores.
 
     Parameters
@@ -420,13 +420,15 @@ def to_log_proba(scores, score_type, n_classes):
         ``"logit"``, a probability for ``"probability"``).
     score_type : {"logit", "probability"}
     n_classes : int
+    floor : float, default=PROBA_FLOOR
+        Probabilities below ``floor`` are raised to it before the log.
 
     Returns
     -------
     log_proba : ndarray of shape (n, n_classes), dtype of ``scores``
         Rows are log-probabilities (``logsumexp == 0``). Probabilities are
-        floored at :data:`PROBA_FLOOR` before the log; logits of any size
-        (±1e4 included) stay finite.
+        floored at ``floor`` (:data:`PROBA_FLOOR` by default) before the log;
+        logits of any size (±1e4 included) stay finite.
     """
     if scores.ndim == 2 and scores.shape[1] == 1:
         scores = scores[:, 0]
@@ -439,12 +441,12 @@ def to_log_proba(scores, score_type, n_classes):
             return log_softmax(out)
         p = scores
         out = np.empty((p.shape[0], 2), dtype=p.dtype)
-        out[:, 1] = np.log(np.maximum(p, PROBA_FLOOR))
-        out[:, 0] = np.log(np.maximum(1.0 - p, PROBA_FLOOR))
+        out[:, 1] = np.log(np.maximum(p, floor))
+        out[:, 0] = np.log(np.maximum(1.0 - p, floor))
         return log_softmax(out)
     if score_type == "logit":
         return log_softmax(scores)
-    return log_softmax(np.log(np.maximum(scores, scores.dtype.type(PROBA_FLOOR))))
+    return log_softmax(np.log(np.maximum(scores, scores.dtype.type(floor))))
 
 
 def log_odds(log_proba):
@@ -518,6 +520,13 @@ class Scores:
         if self._log_proba is None:
             self._log_proba = to_log_proba(self.raw, self.score_type, self.n_classes)
         return self._log_proba
+
+    def log_proba_floored(self, floor):
+        """:attr:`log_proba` with probabilities floored at ``floor`` instead
+        of :data:`PROBA_FLOOR` (logits: :attr:`log_proba` itself)."""
+        if self.score_type != "probability" or floor == PROBA_FLOOR:
+            return self.log_proba
+        return to_log_proba(self.raw, self.score_type, self.n_classes, floor=floor)
 
     @property
     def logits(self):

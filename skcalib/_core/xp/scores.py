@@ -176,21 +176,29 @@ class XpScores:
     def dtype(self):
         return self.raw.dtype
 
-    def _floored_log(self, p):
+    def _floored_log(self, p, floor=PROBA_FLOOR):
         xp = self.xp
-        return xp.log(xp.clip(p, PROBA_FLOOR, None))
+        return xp.log(xp.clip(p, floor, None))
 
-    @property
-    def logits(self):
-        """As :attr:`Scores.logits <skcalib._core.scores.Scores.logits>`."""
+    def _logits(self, floor):
         xp, raw = self.xp, self.raw
         if raw.ndim == 1:
             if self.score_type == "logit":
                 return xp.stack([xp.zeros_like(raw), raw], axis=1)
-            return self._floored_log(xp.stack([1 - raw, raw], axis=1))
+            return self._floored_log(xp.stack([1 - raw, raw], axis=1), floor)
         if self.score_type == "logit":
             return raw
-        return self._floored_log(raw)
+        return self._floored_log(raw, floor)
+
+    @property
+    def logits(self):
+        """As :attr:`Scores.logits <skcalib._core.scores.Scores.logits>`."""
+        return self._logits(PROBA_FLOOR)
+
+    def log_proba_floored(self, floor):
+        """As :meth:`Scores.log_proba_floored
+        <skcalib._core.scores.Scores.log_proba_floored>`."""
+        return log_softmax(self.xp, self._logits(floor))
 
     @property
     def log_proba(self):
