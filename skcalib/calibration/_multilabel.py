@@ -2,13 +2,9 @@
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
-from sklearn.utils.validation import (
-    _check_sample_weight,
-    check_is_fitted,
-    validate_data,
-)
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from skcalib._core.compat import HasMethods, _fit_context
+from skcalib._core.compat import HasMethods, _check_sample_weight, _fit_context
 from skcalib._core.multilabel import check_label_indicator, positive_proba
 from skcalib._core.score_cache import cached_scores
 from skcalib.calibration._platt import PlattCalibrator
@@ -336,7 +332,7 @@ class MultiLabelCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         return self.predict_proba(X)
 
     def predict(self, X):
-        """Labels whose calibrated probability exceeds 0.5.
+        """Predict the labels whose calibrated probability exceeds 0.5.
 
         Parameters
         ----------
@@ -351,7 +347,7 @@ class MultiLabelCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         return (self.predict_proba(X) > 0.5).astype(int)
 
     def get_feature_names_out(self, input_features=None):
-        """Names of the output columns: ``proba_<label>``.
+        """Return the names of the output columns: ``proba_<label>``.
 
         Parameters
         ----------
