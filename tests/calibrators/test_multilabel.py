@@ -442,3 +442,15 @@ def test_per_label_platt_agrees_with_sklearn_sigmoid_calibration_per_label():
         np.testing.assert_allclose(
             ours[:, j], peer.predict_proba(X_fit)[:, 1], rtol=0, atol=1e-4
         )
+
+
+def test_wrapper_mode_reads_per_label_lists_through_the_score_cache():
+    from skcalib import ScoreCache
+
+    X_fit, X_cal, Y_fit, Y_cal = _ml_data()
+    rf = _wrapped("RandomForestClassifier", X_fit, Y_fit)  # a list per label
+    ref = MultiLabelCalibrator(estimator=rf).fit(X_cal, Y_cal).predict_proba(X_fit)
+    with ScoreCache():
+        for _ in range(2):  # the second fit reads the cached list
+            cal = MultiLabelCalibrator(estimator=rf).fit(X_cal, Y_cal)
+            np.testing.assert_array_equal(cal.predict_proba(X_fit), ref)
