@@ -63,6 +63,23 @@ def estimator_classes():
     return public_classes(skcalib, BaseEstimator)
 
 
+def multi_label(cls):
+    """True for estimators whose ``y`` is a label-indicator matrix only
+    (sklearn tags: ``target_tags.single_output`` False and
+    ``classifier_tags.multi_label`` True). The single-label contract (rows
+    summing to 1, ``y`` of class labels) does not apply to them; their own
+    contract is in ``tests/calibrators/test_multilabel.py``."""
+    tags = cls().__sklearn_tags__()
+    ct = tags.classifier_tags
+    return not tags.target_tags.single_output and ct is not None and ct.multi_label
+
+
+def single_label_estimator_classes():
+    """:func:`estimator_classes` without the :func:`multi_label` ones: the
+    estimators that the tests of single-label ``y`` (class labels) apply to."""
+    return [cls for cls in estimator_classes() if not multi_label(cls)]
+
+
 def score_calibrator_classes():
     """Every public calibrator of scores: the subclasses of
     :class:`skcalib._base.BaseCalibrator` in ``skcalib.__all__`` (not the
@@ -71,10 +88,11 @@ def score_calibrator_classes():
 
 
 def calibrator_classes():
-    """Every public calibrator class of ``skcalib.__all__``."""
+    """Every public calibrator class of ``skcalib.__all__`` of single-label
+    ``y`` (the multi-label ones: :func:`multi_label`)."""
     return [
         cls
-        for cls in estimator_classes()
+        for cls in single_label_estimator_classes()
         if issubclass(cls, BaseCalibrator) or hasattr(cls, "predict_proba")
     ]
 

@@ -432,3 +432,19 @@ def test_monitor_quick(tmp_path):
     assert main(["--quick", "--out", str(tmp_path)]) == 0
     text = (tmp_path / "monitor.md").read_text()
     assert "repeated Hosmer-Lemeshow" in text and "flagged within 5 batches" in text
+
+
+def test_multilabel_quick(tmp_path):
+    before = _mtimes()
+    _run("multilabel", out=tmp_path)
+    text = (tmp_path / "multilabel.md").read_text()
+    assert text.startswith("# Multi-label calibration")
+    for expected in (
+        "| RandomForestClassifier | uncalibrated |",
+        "| RandomForestClassifier | per-label isotonic |",
+        "| MultiOutputClassifier(GaussianNB) | shared temperature |",
+        "| MultiOutputClassifier(GaussianNB) | sklearn sigmoid loop |",
+        "| 10,000 x 20 |",
+    ):
+        assert expected in text, expected
+    assert _mtimes() == before

@@ -22,6 +22,7 @@ from skcalib.calibration._matrix_scaling import (
     VectorScalingCalibrator,
 )
 from skcalib.calibration._meta import CalibratedClassifier
+from skcalib.calibration._multilabel import MultiLabelCalibrator
 from skcalib.calibration._platt import PlattCalibrator
 from skcalib.calibration._prior_shift import PriorShiftAdapter
 from skcalib.calibration._scaling_binning import ScalingBinningCalibrator
@@ -45,6 +46,7 @@ __all__ = [
     "IsotonicCalibrator",
     "MatrixScalingCalibrator",
     "MatrixScalingCalibratorCV",
+    "MultiLabelCalibrator",
     "PlattCalibrator",
     "PriorShiftAdapter",
     "ScalingBinningCalibrator",
