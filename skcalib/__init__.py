@@ -30,7 +30,12 @@ from skcalib.calibration import (
     VectorScalingCalibrator,
     VennAbersCalibrator,
 )
-from skcalib.conformal import ConformalClassifier, CrossConformalClassifier
+from skcalib.conformal import (
+    ConformalClassifier,
+    CovariateShiftConformalClassifier,
+    CrossConformalClassifier,
+    LabelShiftConformalClassifier,
+)
 from skcalib.decision import BayesDecisionClassifier
 from skcalib.monitoring import (
     CalibrationMonitor,
@@ -47,6 +52,7 @@ __all__ = [
     "CalibratedClassifier",
     "CalibrationMonitor",
     "ConformalClassifier",
+    "CovariateShiftConformalClassifier",
     "CrossConformalClassifier",
     "DirichletCalibrator",
     "DirichletCalibratorCV",
@@ -55,6 +61,7 @@ __all__ = [
     "HistogramBinningCalibrator",
     "IdentityCalibrator",
     "IsotonicCalibrator",
+    "LabelShiftConformalClassifier",
     "MatrixScalingCalibrator",
     "MatrixScalingCalibratorCV",
     "PlattCalibrator",
