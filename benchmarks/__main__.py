@@ -8,7 +8,8 @@ usage: python -m benchmarks COMMAND [options]
 commands: speed, quality, auto, large, large-fit, conformal, report,
   regularisation, isotonic-ranking, decisions, gpu, smooth-ece,
   calibration-tests, ece-speed, vector-scaling, cross-conformal, prior-shift,
-  cold-start, references, partial-fit, monitor, export, monitor-cli
+  cold-start, references, partial-fit, monitor, export, monitor-cli,
+  shift-conformal
 
   speed    time skcalib's calibrators and metrics against sklearn, netcal,
            torchmetrics, ... (writes speed.md)
@@ -70,6 +71,10 @@ commands: speed, quality, auto, large, large-fit, conformal, report,
            generated logs of 1e5 and 1e6 rows (--max-rows 1e7 adds 1e7): file
            size, wall time and peak memory, which does not grow with the rows
            (prints; --out DIR writes monitor_cli.md)
+  shift-conformal  coverage and set size of plain and weighted conformal
+           sets under label shift (CIFAR-10, true and estimated priors) and
+           covariate shift (Gaussian tilt, true and estimated ratios) over
+           200 splits, and predict_set time (writes shift_conformal.md)
 
 Each command has --help. Full runs write benchmarks/results/; --quick runs
 write to a temporary folder unless --out is given."""
@@ -127,6 +132,8 @@ def main(argv=None):
         from benchmarks.bench_export import main as run
     elif command == "monitor-cli":
         from benchmarks.bench_monitor_cli import main as run
+    elif command == "shift-conformal":
+        from benchmarks.bench_shift_conformal import main as run
     else:
         print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2

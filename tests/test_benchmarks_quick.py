@@ -432,3 +432,12 @@ def test_monitor_quick(tmp_path):
     assert main(["--quick", "--out", str(tmp_path)]) == 0
     text = (tmp_path / "monitor.md").read_text()
     assert "repeated Hosmer-Lemeshow" in text and "flagged within 5 batches" in text
+
+
+def test_shift_conformal_quick(tmp_path):
+    from benchmarks.bench_shift_conformal import main
+
+    assert main(["--quick", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "shift_conformal.md").read_text()
+    for expected in ("weighted, true priors", "weighted, domain classifier", "ms)"):
+        assert expected in text, expected

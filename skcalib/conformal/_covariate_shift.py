@@ -237,6 +237,7 @@ class CovariateShiftConformalClassifier(WeightedConformalBase):
 
     # ---------------------------------------------------------------- fit
     def _calibration_weights(self, scores, proba, y, sample_weight):
+        X = self._fit_extra["X"]
         X_target = self._fit_extra.get("X_target")
         given = self._fit_extra.get("calibration_weight")
         self.domain_classifier_ = None
@@ -244,10 +245,13 @@ class CovariateShiftConformalClassifier(WeightedConformalBase):
         if self.likelihood_ratio == "given":
             w = check_weights(given, y.size, "calibration_weight")
         elif callable(self.likelihood_ratio):
-            ratio = self.likelihood_ratio(self._fit_extra["X"])
+            ratio = self.likelihood_ratio(self._ratio_input(X, scores))
             w = check_weights(ratio, y.size, "w(X)")
         else:
-            w = self._fit_domain_classifier(check_target_rows(self, X_target))
+            X_target = check_target_rows(self, X_target)
+            if self.estimator is None:  # scores, validated like X
+                X_target = self._raw_scores(X_target, reset=False)[0]
+            w = self._fit_domain_classifier(self._ratio_input(X, scores), X_target)
         self.calibration_weights_ = w
         return w
 
@@ -279,14 +283,14 @@ class CovariateShiftConformalClassifier(WeightedConformalBase):
         X = np.asarray(X)
         return X[:, None] if X.ndim == 1 else X
 
-    def _fit_domain_classifier(self, X_target):
+    def _fit_domain_classifier(self, X, X_target):
         model = self.domain_classifier
         if model is None:
             from sklearn.linear_model import LogisticRegression
 
             model = LogisticRegression()
         model = clone(model)
-        cal = self._domain_features(self._fit_extra["X"])
+        cal = self._domain_features(X)
         target = self._domain_features(X_target)
         features = np.concatenate([cal, target])
         labels = np.r_[np.zeros(cal.shape[0]), np.ones(target.shape[0])].astype(int)
@@ -369,6 +373,8 @@ class CovariateShiftConformalClassifier(WeightedConformalBase):
         alphas, _ = check_alphas(self.alpha if alpha is None else alpha)
         if alphas.size != 1:
             raise ValueError(f"predict_threshold takes one alpha, got {alpha!r}.")
-        _, proba, _ = self._set_inputs(X)
-        w = self._test_weights(X, proba.shape[0], test_weight)
+        scores, proba, _ = self._set_inputs(X)
+        w = self._test_weights(
+            self._ratio_input(X, scores), proba.shape[0], test_weight
+        )
         return self._thresholds_at(alphas, w[:, None])[:, 0]

@@ -175,7 +175,9 @@ class WeightedConformalBase(BaseCalibrator):
         s = label_scores(proba, y, self.method, u, **self._score_params())
         weight = self._calibration_weights(scores, proba, y, sample_weight)
         if sample_weight is not None:
-            weight = weight * sample_weight
+            with np.errstate(over="ignore"):
+                weight = weight * sample_weight
+            check_count_weights(weight, name)
         self._sorted = sort_scores(s, weight)
         self.n_effective_ = _effective_size(weight)
 
@@ -200,9 +202,14 @@ class WeightedConformalBase(BaseCalibrator):
         if namespace(X) is not None:
             return call_on_host(self, "predict_set", X, alpha, *extra)
         alphas, scalar = check_alphas(self.alpha if alpha is None else alpha)
-        _, proba, u = self._set_inputs(X)
-        sets = self._sets(X, proba, u, alphas, *extra)
+        scores, proba, u = self._set_inputs(X)
+        sets = self._sets(self._ratio_input(X, scores), proba, u, alphas, *extra)
         return sets[:, :, 0] if scalar else sets
+
+    def _ratio_input(self, X, scores):
+        """What a likelihood ratio reads of the rows: the features as given
+        in wrapper mode, the validated scores (numpy) in raw-score mode."""
+        return X if self.estimator is not None else scores.raw
 
     def _sets_per_class(self, proba, u, thresholds):
         """Sets from ``(m, K)`` thresholds (one per level and class)."""
@@ -224,7 +231,9 @@ class WeightedConformalBase(BaseCalibrator):
 
 def _effective_size(weight):
     """Kish's effective sample size ``(sum w)^2 / sum w^2`` of the
-    calibration weights."""
-    total = float(np.sum(weight))
-    squares = float(np.sum(np.square(weight)))
-    return total * total / squares if squares > 0 else 0.0
+    calibration weights (computed on ``w / max(w)``: no overflow)."""
+    top = float(np.max(weight, initial=0.0))
+    if not top > 0:
+        return 0.0
+    w = weight / top
+    return float(np.sum(w)) ** 2 / float(np.sum(w * w))
