@@ -7,14 +7,14 @@ from numbers import Integral, Real
 import numpy as np
 
 from skcalib._core.compat import Interval, StrOptions
-from skcalib._core.xp.estimator import follows_input
-from skcalib.calibration._prior_estimation import (
+from skcalib._core.prior_estimation import (
     bbse_priors,
     check_priors,
     confusion,
     em_priors,
     warn_em_unconverged,
 )
+from skcalib._core.xp.estimator import follows_input
 from skcalib.conformal._weighted import WeightedConformalBase, check_target_rows
 
 __all__ = ["LabelShiftConformalClassifier"]

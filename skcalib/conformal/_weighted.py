@@ -12,10 +12,10 @@ from numbers import Real
 
 import numpy as np
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import _num_samples, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
 from skcalib._base import BaseCalibrator
-from skcalib._core.compat import Interval, StrOptions
+from skcalib._core.compat import Interval, StrOptions, _num_samples
 from skcalib._core.weights import check_count_weights
 from skcalib._core.xp import namespace, to_numpy
 from skcalib._core.xp.estimator import call_on_host
