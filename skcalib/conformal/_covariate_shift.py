@@ -12,7 +12,7 @@ from skcalib._core.compat import HasMethods, Interval, StrOptions
 from skcalib._core.xp.estimator import follows_input
 from skcalib.conformal._quantile import check_alphas
 from skcalib.conformal._weighted import (
-    WeightedConformalBase,
+    _WeightedConformalBase,
     check_target_rows,
     check_weights,
 )
@@ -20,7 +20,7 @@ from skcalib.conformal._weighted import (
 __all__ = ["CovariateShiftConformalClassifier"]
 
 
-class CovariateShiftConformalClassifier(WeightedConformalBase):
+class CovariateShiftConformalClassifier(_WeightedConformalBase):
     """Conformal prediction sets that keep their coverage under covariate
     shift.
 
@@ -171,7 +171,7 @@ class CovariateShiftConformalClassifier(WeightedConformalBase):
     """
 
     _parameter_constraints: dict = {
-        **WeightedConformalBase._parameter_constraints,
+        **_WeightedConformalBase._parameter_constraints,
         "likelihood_ratio": [StrOptions({"classifier", "given"}), callable],
         "domain_classifier": [HasMethods(["fit", "predict_proba"]), None],
         "proba_clip": [Interval(Real, 0, 0.5, closed="neither")],

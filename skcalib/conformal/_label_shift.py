@@ -15,12 +15,12 @@ from skcalib._core.prior_estimation import (
     warn_em_unconverged,
 )
 from skcalib._core.xp.estimator import follows_input
-from skcalib.conformal._weighted import WeightedConformalBase, check_target_rows
+from skcalib.conformal._weighted import _WeightedConformalBase, check_target_rows
 
 __all__ = ["LabelShiftConformalClassifier"]
 
 
-class LabelShiftConformalClassifier(WeightedConformalBase):
+class LabelShiftConformalClassifier(_WeightedConformalBase):
     """Conformal prediction sets that keep their coverage under label shift.
 
     Split conformal (:class:`ConformalClassifier`) promises coverage
@@ -197,7 +197,7 @@ class LabelShiftConformalClassifier(WeightedConformalBase):
     """
 
     _parameter_constraints: dict = {
-        **WeightedConformalBase._parameter_constraints,
+        **_WeightedConformalBase._parameter_constraints,
         "target_priors": ["array-like", StrOptions({"uniform"}), None],
         "prior_method": [StrOptions({"em", "bbse", "bbse_soft"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],

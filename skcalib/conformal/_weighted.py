@@ -116,7 +116,7 @@ def row_threshold_sets(proba, method, thresholds, u, include_top, params):
 
 
 # --------------------------------------------------------------- estimator
-class WeightedConformalBase(BaseCalibrator):
+class _WeightedConformalBase(BaseCalibrator):
     """Parameters, fit and set machinery of the weighted conformal
     classifiers (not for direct use).
 

@@ -286,3 +286,31 @@ def test_covariate_shift_refusals():
     ).fit(P * 0.5 + 1 / 6, y)
     with pytest.raises(ValueError, match=r"finite: w\(X\)\[1\] is nan"):
         nan_ratio.predict_set(np.array([[0.2, 0.3, 0.5], [0.96, 0.02, 0.02]]))
+
+
+def test_wrapper_mode_equals_raw_mode_and_never_refits():
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(600, 3))
+    y = (X[:, 0] + rng.normal(size=600) > 0).astype(int) + (X[:, 1] > 1)
+    lr = LogisticRegression().fit(X[:200], y[:200])
+    coef = lr.coef_.copy()
+    P = lr.predict_proba(X)
+    priors = [0.2, 0.3, 0.5]
+    a = LabelShiftConformalClassifier(lr, target_priors=priors).fit(
+        X[200:400], y[200:400]
+    )
+    b = LabelShiftConformalClassifier(target_priors=priors).fit(P[200:400], y[200:400])
+    assert np.array_equal(a.predict_set(X[400:]), b.predict_set(P[400:]))
+    assert np.allclose(a.predict_proba(X[400:]), P[400:])
+    ratio = lambda Z: 1.0 + np.abs(Z[:, 0])  # noqa: E731
+    c = CovariateShiftConformalClassifier(lr, likelihood_ratio=ratio)
+    c.fit(X[200:400], y[200:400])
+    d = CovariateShiftConformalClassifier(likelihood_ratio="given")
+    d.fit(P[200:400], y[200:400], calibration_weight=ratio(X[200:400]))
+    sets = d.predict_set(P[400:], test_weight=ratio(X[400:]))
+    assert np.array_equal(c.predict_set(X[400:]), sets)
+    assert np.array_equal(lr.coef_, coef)  # the prefit model is never refit
+    w = ratio(X[200:400])
+    assert np.isclose(c.n_effective_, w.sum() ** 2 / (w**2).sum())
+    flat = LabelShiftConformalClassifier(target_priors=np.bincount(y[200:400]) / 200)
+    assert np.isclose(flat.fit(P[200:400], y[200:400]).n_effective_, 200)
