@@ -165,7 +165,7 @@ class LabelShiftConformalClassifier(_WeightedConformalBase):
 
     **Estimated priors.** The guarantee assumes the true ratios; with
     priors estimated from :math:`m` target rows the coverage error is of
-    the order of the error of the ratios (Podkopaev & Ramdas 2021, Sec. 4).
+    the order of the error of the ratios (Podkopaev & Ramdas 2021).
 
     References
     ----------
