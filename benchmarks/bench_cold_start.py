@@ -89,7 +89,8 @@ METRICS = {
 }
 
 #: Calibrators built with their defaults (``CalibratedClassifier`` wraps a
-#: Gaussian naive Bayes on the logits, with cv=3): every public calibrator
+#: Gaussian naive Bayes on the logits, with cv=3; the shift conformal
+#: classifiers get ``X_target=P`` at fit): every public calibrator
 #: of ``skcalib`` (``tests/test_benchmarks_quick.py`` checks the list).
 #: ``BayesDecisionClassifier`` (needs a cost matrix) and
 #: ``CrossConformalClassifier`` (fits an unfitted classifier per fold) are
@@ -100,12 +101,14 @@ CALIBRATORS = [
     "BiasCorrectedTemperatureCalibrator",
     "CalibratedClassifier",
     "ConformalClassifier",
+    "CovariateShiftConformalClassifier",
     "DirichletCalibrator",
     "DirichletCalibratorCV",
     "EnsembleTemperatureCalibrator",
     "HistogramBinningCalibrator",
     "IdentityCalibrator",
     "IsotonicCalibrator",
+    "LabelShiftConformalClassifier",
     "MatrixScalingCalibrator",
     "MatrixScalingCalibratorCV",
     "PlattCalibrator",
@@ -164,7 +167,10 @@ CHILD = (
             from sklearn.naive_bayes import GaussianNB
             run = lambda: cls(GaussianNB(), cv=3).fit(Z, y).predict_proba(Z)
         else:
-            run = lambda: cls().fit(P, y).predict_proba(P)
+            # the shift conformal classifiers estimate from target rows
+            shift = name.endswith("ShiftConformalClassifier")
+            kw = {"X_target": P} if shift else {}
+            run = lambda: cls().fit(P, y, **kw).predict_proba(P)
     t_import = time.perf_counter() - t0
     t1 = time.perf_counter()
     run()

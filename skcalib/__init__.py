@@ -31,7 +31,12 @@ from skcalib.calibration import (
     VectorScalingCalibrator,
     VennAbersCalibrator,
 )
-from skcalib.conformal import ConformalClassifier, CrossConformalClassifier
+from skcalib.conformal import (
+    ConformalClassifier,
+    CovariateShiftConformalClassifier,
+    CrossConformalClassifier,
+    LabelShiftConformalClassifier,
+)
 from skcalib.decision import BayesDecisionClassifier
 from skcalib.monitoring import (
     CalibrationMonitor,
@@ -48,6 +53,7 @@ __all__ = [
     "CalibratedClassifier",
     "CalibrationMonitor",
     "ConformalClassifier",
+    "CovariateShiftConformalClassifier",
     "CrossConformalClassifier",
     "DirichletCalibrator",
     "DirichletCalibratorCV",
@@ -56,6 +62,7 @@ __all__ = [
     "HistogramBinningCalibrator",
     "IdentityCalibrator",
     "IsotonicCalibrator",
+    "LabelShiftConformalClassifier",
     "MatrixScalingCalibrator",
     "MatrixScalingCalibratorCV",
     "MultiLabelCalibrator",

@@ -97,6 +97,26 @@ def calibrator_classes():
     ]
 
 
+def unit_likelihood_ratio(X):
+    """A likelihood ratio of 1 for every row (no covariate shift); a module
+    function, so that an estimator holding it pickles."""
+    return np.ones(np.shape(X)[0])
+
+
+#: Estimators whose defaults need target data at fit (``X_target=``): the
+#: parameters that let them fit on ``(X, y)`` alone, as generic checks do.
+#: Defaults that guessed such data would give silently unweighted sets.
+FIT_ALONE_PARAMS = {
+    "LabelShiftConformalClassifier": {"target_priors": "uniform"},
+    "CovariateShiftConformalClassifier": {"likelihood_ratio": unit_likelihood_ratio},
+}
+
+
+def default_instance(cls):
+    """``cls()``, with :data:`FIT_ALONE_PARAMS` where it needs them."""
+    return cls(**FIT_ALONE_PARAMS.get(cls.__name__, {}))
+
+
 def _first_params(func, n=2):
     return list(inspect.signature(func).parameters)[:n]
 
@@ -185,7 +205,7 @@ def inner_model_refuses_float32(est):
 def _default_params(cls):
     """Parameters that make ``cls`` fit on small generated data."""
     params = _init_params(cls)
-    kwargs = {}
+    kwargs = dict(FIT_ALONE_PARAMS.get(cls.__name__, {}))
     if takes_features(cls):
         kwargs["estimator"] = _small_lr()
     if "cv" in params and params["cv"].default is not None:

@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 import pytest
-from _discovery import scorer_names, single_label_estimator_classes
+from _discovery import default_instance, scorer_names, single_label_estimator_classes
 from _xp import (
     CASES,
     assert_close,
@@ -35,7 +35,7 @@ from sklearn.linear_model import LogisticRegression
 import skcalib
 import skcalib.metrics
 
-ESTIMATORS = [cls() for cls in single_label_estimator_classes()]
+ESTIMATORS = [default_instance(cls) for cls in single_label_estimator_classes()]
 
 
 def _name(obj):

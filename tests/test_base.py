@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 from _data import binary_logits, classification_split, multiclass_logits
-from _discovery import score_calibrator_classes
+from _discovery import default_instance, score_calibrator_classes
 from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
@@ -73,8 +73,8 @@ def test_score_type_is_decided_at_fit_only():
 def test_logits_and_probabilities_give_the_same_calibration(cls):
     z, y = multiclass_logits()
     probs = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
-    a = cls().fit(z, y).predict_proba(z)
-    b = cls().fit(probs, y).predict_proba(probs)
+    a = default_instance(cls).fit(z, y).predict_proba(z)
+    b = default_instance(cls).fit(probs, y).predict_proba(probs)
     np.testing.assert_allclose(a, b, atol=1e-6)
 
 
@@ -84,7 +84,7 @@ def test_extreme_logits_give_valid_probabilities(cls):
     rng = np.random.default_rng(0)
     y = rng.integers(0, 3, 200)
     X = rng.choice([-1e4, 0.0, 1e4], size=(200, 3))
-    p = cls().fit(X, y).predict_proba(X)
+    p = default_instance(cls).fit(X, y).predict_proba(X)
     assert np.isfinite(p).all() and (p >= 0).all()
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
 
@@ -98,14 +98,14 @@ def test_constant_scores_give_valid_probabilities(cls):
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
     # all-zero scores lie in [0, 1]: under "auto" they are not silently logits
     with pytest.raises(ValueError, match=r"row 0 sums to 0 .*score_type='logit'"):
-        cls().fit(np.zeros((60, 3)), y)
+        default_instance(cls).fit(np.zeros((60, 3)), y)
 
 
 @ALL
 def test_string_labels_and_predict(cls):
     X, y = multiclass_logits()
     names = np.array(["cat", "dog", "eel"])[y]
-    cal = cls().fit(X, names)
+    cal = default_instance(cls).fit(X, names)
     np.testing.assert_array_equal(cal.classes_, ["cat", "dog", "eel"])
     pred = cal.predict(X)
     assert set(pred) <= {"cat", "dog", "eel"}
@@ -138,7 +138,7 @@ def test_wrapper_equals_raw_scores(cls):
     clf = LogisticRegression(max_iter=1000).fit(X_fit, y_fit)
     wrapped = cls(estimator=clf).fit(X_cal, y_cal)
     assert wrapped.score_type_ == "logit"
-    raw = cls().fit(clf.decision_function(X_cal), y_cal)
+    raw = default_instance(cls).fit(clf.decision_function(X_cal), y_cal)
     np.testing.assert_allclose(
         wrapped.predict_proba(X_cal), raw.predict_proba(clf.decision_function(X_cal))
     )
@@ -244,7 +244,7 @@ EVERY = pytest.mark.parametrize(
 )
 def test_bad_input_errors(cls, X, y, match):
     with pytest.raises(ValueError, match=match):
-        cls().fit(X, np.asarray(y))
+        default_instance(cls).fit(X, np.asarray(y))
 
 
 @EVERY
@@ -253,7 +253,9 @@ def test_non_finite_scores_at_predict_name_the_input(cls):
     # the message is scikit-learn's, for raw X and for a wrapped model's scores.
     rng = np.random.default_rng(0)
     p = rng.uniform(size=40)
-    cal = cls().fit(np.column_stack((1 - p, p)), (rng.uniform(size=40) < p).astype(int))
+    cal = default_instance(cls).fit(
+        np.column_stack((1 - p, p)), (rng.uniform(size=40) < p).astype(int)
+    )
     with pytest.raises(ValueError, match=f"(?s)Input X contains NaN.*{cls.__name__}"):
         cal.predict_proba(np.array([[0.2, 0.8], [np.nan, 0.5]]))
     with pytest.raises(ValueError, match="Input X contains infinity"):
@@ -308,12 +310,12 @@ def test_bad_probabilities_and_weights(cls):
         cls(score_type="probability").fit(np.array([0.2, 1.5, 0.1]), y)
     good = np.array([[0.2, 0.8], [0.5, 0.5], [0.9, 0.1]])
     with pytest.raises(ValueError, match="(?i)negative"):
-        cls().fit(good, y, sample_weight=[1, -1, 1])
+        default_instance(cls).fit(good, y, sample_weight=[1, -1, 1])
     with pytest.raises(ValueError, match=r"sample_weight.shape == \(2,\)"):
-        cls().fit(good, y, sample_weight=[1, 1])
+        default_instance(cls).fit(good, y, sample_weight=[1, 1])
     with pytest.raises(ValueError, match="(?i)zero"):
-        cls().fit(good, y, sample_weight=[0, 0, 0])
-    fitted = cls().fit(good, y)
+        default_instance(cls).fit(good, y, sample_weight=[0, 0, 0])
+    fitted = default_instance(cls).fit(good, y)
     with pytest.raises(ValueError, match="X has 3 features.* expecting 2"):
         fitted.predict_proba(np.ones((2, 3)) / 3)
 

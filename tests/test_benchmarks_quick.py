@@ -399,7 +399,9 @@ def test_cold_start_builds_every_public_calibrator():
     for name in CALIBRATORS:
         if name == "CalibratedClassifier":
             continue
-        proba = getattr(skcalib, name)().fit(data["P"], data["y"])
+        shift = name.endswith("ShiftConformalClassifier")
+        kw = {"X_target": data["P"]} if shift else {}
+        proba = getattr(skcalib, name)().fit(data["P"], data["y"], **kw)
         np.testing.assert_allclose(proba.predict_proba(data["P"]).sum(axis=1), 1.0)
 
 
@@ -448,3 +450,12 @@ def test_multilabel_quick(tmp_path):
     ):
         assert expected in text, expected
     assert _mtimes() == before
+
+
+def test_shift_conformal_quick(tmp_path):
+    from benchmarks.bench_shift_conformal import main
+
+    assert main(["--quick", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "shift_conformal.md").read_text()
+    for expected in ("weighted, true priors", "weighted, domain classifier", "ms)"):
+        assert expected in text, expected

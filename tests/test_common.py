@@ -5,7 +5,7 @@ Estimators are discovered by ``tests/_discovery.py`` (every public class of
 """
 
 import pytest
-from _discovery import estimator_classes
+from _discovery import default_instance, estimator_classes
 from sklearn.base import clone
 from sklearn.utils import estimator_checks
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -46,7 +46,7 @@ RAW_SCORE_XFAILS = {
 }
 
 
-ESTIMATORS = [cls() for cls in estimator_classes()]
+ESTIMATORS = [default_instance(cls) for cls in estimator_classes()]
 
 
 #: These checks feed ``X`` uniform in [0, 1] with one column per class but rows

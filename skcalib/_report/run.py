@@ -74,10 +74,12 @@ def _legacy_name(cls):
 
 
 def _reported_classes():
+    """The calibrators of probabilities: not the makers of prediction sets
+    (:class:`~skcalib.ConformalClassifier`, the shift conformal ones)."""
     return [
         cls
         for cls in _skcalib_calibrators()
-        if not issubclass(cls, ConformalClassifier)
+        if not issubclass(cls, ConformalClassifier) and not hasattr(cls, "predict_set")
     ]
 
 

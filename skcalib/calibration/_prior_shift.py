@@ -8,15 +8,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from skcalib._base import BaseCalibrator
 from skcalib._core.compat import Interval, StrOptions, _fit_context
-from skcalib._core.scores import log_softmax
-from skcalib._core.weights import _checked_weights
-from skcalib.calibration._prior_estimation import (
+from skcalib._core.prior_estimation import (
     bbse_priors,
     check_priors,
     confusion,
     em_priors,
     warn_em_unconverged,
 )
+from skcalib._core.scores import log_softmax
+from skcalib._core.weights import _checked_weights
 
 __all__ = ["PriorShiftAdapter"]
 

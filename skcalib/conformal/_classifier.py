@@ -189,6 +189,8 @@ class ConformalClassifier(BaseCalibrator):
     skcalib.metrics.mean_set_size : Average number of classes per set.
     skcalib.metrics.classwise_set_coverage : Coverage within each class.
     VennAbersCalibrator : Probabilities with a validity guarantee.
+    LabelShiftConformalClassifier : Sets that keep coverage under label shift.
+    CovariateShiftConformalClassifier : The same under covariate shift.
 
     Notes
     -----
@@ -257,7 +259,8 @@ class ConformalClassifier(BaseCalibrator):
     row for non-randomised sets (randomised: a row of weight 2 has one
     uniform, two copies have two; RAPS ``"auto"``: the split is drawn by
     position), and scaling all weights changes the threshold. This is not the
-    covariate-shift weighting of Tibshirani et al. (2019).
+    covariate-shift weighting of Tibshirani et al. (2019)
+    (:class:`CovariateShiftConformalClassifier`).
 
     **Class-conditional (Mondrian) mode** (Vovk 2012; Ding et al. 2023):
     :math:`\\hat q_k` from the scores :math:`s(x_i, k)` of the calibration

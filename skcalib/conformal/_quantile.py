@@ -66,22 +66,32 @@ def sort_scores(scores, sample_weight=None):
     return scores[order], np.cumsum(weight[order], dtype=np.float64)
 
 
-def quantiles_of_sorted(sorted_scores, cum_weight, alphas):
+def quantiles_of_sorted(sorted_scores, cum_weight, alphas, test_weight=1.0):
     """Split-conformal thresholds at several levels, from :func:`sort_scores`.
 
     For each ``alpha`` the first sorted score whose cumulative weight reaches
-    :math:`(1 - \\alpha)(W + 1)` (up to the slack :data:`_LEVEL_RTOL`),
-    ``inf`` when none does. Non-increasing in ``alpha``, so the sets of a
-    larger ``alpha`` are subsets of those of a smaller one.
+    :math:`(1 - \\alpha)(W + w)` (up to the slack :data:`_LEVEL_RTOL`),
+    ``inf`` when none does, with :math:`w` the weight of the test point
+    (``test_weight``, 1 for split conformal: the weighted quantile of the
+    calibration scores plus a point mass :math:`w` at :math:`+\\infty`, as
+    in the weighted conformal prediction of Tibshirani et al. 2019).
+    Non-increasing in ``alpha``, so the sets of a larger ``alpha`` are
+    subsets of those of a smaller one.
+
+    ``alphas`` and ``test_weight`` broadcast against each other (e.g.
+    ``(1, m)`` levels and ``(n, 1)`` test weights give ``(n, m)``
+    thresholds): one ``searchsorted`` for all.
 
     Returns
     -------
-    thresholds : ndarray of shape (len(alphas),), float64
+    thresholds : ndarray of the broadcast shape of ``alphas`` and \
+            ``test_weight``, float64
     """
     alphas = np.asarray(alphas, dtype=np.float64)
+    test_weight = np.asarray(test_weight, dtype=np.float64)
     if sorted_scores.size == 0:
-        return np.full(alphas.shape, np.inf)
-    level = (1.0 - alphas) * (cum_weight[-1] + 1.0)
+        return np.full(np.broadcast_shapes(alphas.shape, test_weight.shape), np.inf)
+    level = (1.0 - alphas) * (cum_weight[-1] + test_weight)
     k = np.searchsorted(cum_weight, level - _LEVEL_RTOL * level, side="left")
     values = sorted_scores[np.minimum(k, sorted_scores.size - 1)].astype(np.float64)
     return np.where(k < sorted_scores.size, values, np.inf)

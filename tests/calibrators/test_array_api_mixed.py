@@ -21,14 +21,14 @@ import warnings
 
 import numpy as np
 import pytest
-from _discovery import single_label_estimator_classes
+from _discovery import default_instance, single_label_estimator_classes
 from _xp import dispatch_reason, to_np
 from sklearn import config_context
 from sklearn.base import clone
 
 import skcalib
 
-ESTIMATORS = [cls() for cls in single_label_estimator_classes()]
+ESTIMATORS = [default_instance(cls) for cls in single_label_estimator_classes()]
 
 #: (namespace of fit, namespace of the call)
 PAIRS = [

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 from _data import SHARED_DATA, calibrated_logits
+from _discovery import FIT_ALONE_PARAMS
 from _xp import CASES, case_id, namespace_for
 from scipy.special import softmax
 from sklearn import config_context
@@ -73,7 +74,7 @@ def test_probability_fit_then_logits_names_score_type():
 
 
 def _check_params(cls):
-    params = {}
+    params = dict(FIT_ALONE_PARAMS.get(cls.__name__, {}))
     if cls.__name__ == "ConformalClassifier":
         params["alpha"] = 0.2
     return params

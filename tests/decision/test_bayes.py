@@ -4,7 +4,7 @@ import pickle
 
 import numpy as np
 import pytest
-from _discovery import score_calibrator_classes
+from _discovery import default_instance, score_calibrator_classes
 from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.frozen import FrozenEstimator
@@ -270,9 +270,10 @@ def test_after_every_calibrator_in_a_pipeline(cls):
     logits = clf.decision_function(X[300:])
     labels = np.array(["ant", "bee", "cat"])[y[300:]]
     cost = np.array([[0, 1, 2, 0.4], [1, 0, 2, 0.4], [4, 4, 0, 0.4]], dtype=float)
-    cal = cls().fit(logits[:300], labels[:300])
+    cal = default_instance(cls).fit(logits[:300], labels[:300])
     pipe = make_pipeline(
-        cls(), BayesDecisionClassifier(cost_matrix=cost, abstain_label="?")
+        default_instance(cls),
+        BayesDecisionClassifier(cost_matrix=cost, abstain_label="?"),
     )
     pipe.fit(logits[:300], labels[:300])
     expected = bayes_decisions(
