@@ -97,10 +97,20 @@ def calibrator_classes():
     ]
 
 
-def unit_likelihood_ratio(X):
-    """A likelihood ratio of 1 for every row (no covariate shift); a module
-    function, so that an estimator holding it pickles."""
-    return np.ones(np.shape(X)[0])
+class UnitLikelihoodRatio:
+    """A likelihood ratio of 1 for every row (no covariate shift): a module
+    class, so that an estimator holding it pickles, with a fixed repr, so
+    that test ids (the estimator's repr) are the same in every pytest-xdist
+    worker (a function's repr holds its address)."""
+
+    def __call__(self, X):
+        return np.ones(np.shape(X)[0])
+
+    def __repr__(self):
+        return "unit_likelihood_ratio"
+
+
+unit_likelihood_ratio = UnitLikelihoodRatio()
 
 
 #: Estimators whose defaults need target data at fit (``X_target=``): the
