@@ -30,7 +30,11 @@ from skcalib.calibration import (
     VectorScalingCalibrator,
     VennAbersCalibrator,
 )
-from skcalib.conformal import ConformalClassifier, CrossConformalClassifier
+from skcalib.conformal import (
+    ConformalClassifier,
+    ConformalRiskController,
+    CrossConformalClassifier,
+)
 from skcalib.decision import BayesDecisionClassifier
 from skcalib.monitoring import (
     CalibrationMonitor,
@@ -47,6 +51,7 @@ __all__ = [
     "CalibratedClassifier",
     "CalibrationMonitor",
     "ConformalClassifier",
+    "ConformalRiskController",
     "CrossConformalClassifier",
     "DirichletCalibrator",
     "DirichletCalibratorCV",
