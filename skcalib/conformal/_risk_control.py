@@ -261,19 +261,23 @@ class ConformalRiskController(BaseCalibrator):
         if sample_weight is not None:
             sample_weight = _checked_weights(sample_weight, y, rescale=False)
         rows, cols = np.nonzero(y)
-        self._fit_steps(1 - proba[rows, cols], rows, y.sum(axis=1), sample_weight)
+        self._fit_steps(
+            1 - proba[rows, cols], rows, y.sum(axis=1), sample_weight, stacklevel=5
+        )
         return self
 
     def _fit(self, scores, y, sample_weight):
         """Miscoverage: one true label per row, of score ``1 - p_y``."""
         proba = self._predict_proba(scores)
         rows = np.arange(y.size)
-        self._fit_steps(1 - proba[rows, y], rows, np.ones(y.size), sample_weight)
+        self._fit_steps(
+            1 - proba[rows, y], rows, np.ones(y.size), sample_weight, stacklevel=8
+        )
 
     def _predict_proba(self, scores):
         return scores.proba
 
-    def _fit_steps(self, label_scores, rows, label_count, sample_weight):
+    def _fit_steps(self, label_scores, rows, label_count, sample_weight, stacklevel):
         n = label_count.size
         check_count_weights(sample_weight, type(self).__name__)
         weight = np.ones(n) if sample_weight is None else sample_weight
@@ -288,7 +292,7 @@ class ConformalRiskController(BaseCalibrator):
             *self._steps, self._total_weight, self.lambda_
         )
         if not feasible[0]:
-            _warn_infeasible(self.alpha, self._total_weight, stacklevel=4)
+            _warn_infeasible(self.alpha, self._total_weight, stacklevel)
 
     # ------------------------------------------------------- multi-label input
     def _label_names(self, n_labels):
