@@ -432,3 +432,12 @@ def test_monitor_quick(tmp_path):
     assert main(["--quick", "--out", str(tmp_path)]) == 0
     text = (tmp_path / "monitor.md").read_text()
     assert "repeated Hosmer-Lemeshow" in text and "flagged within 5 batches" in text
+
+
+def test_risk_control_quick(tmp_path):
+    from benchmarks.bench_risk_control import main
+
+    assert main(["--quick", "--splits", "5", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "risk_control.md").read_text()
+    assert "## Multi-label FNR (5 splits" in text
+    assert "| one-vs-rest logistic | 0.1 |" in text and "| 1.0000 |" in text
