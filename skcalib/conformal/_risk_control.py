@@ -2,12 +2,9 @@
 negative rate of multi-label sets, or miscoverage of multiclass sets) is at
 most ``alpha``."""
 
-import warnings
 from numbers import Real
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skcalib._base import BaseCalibrator
@@ -16,6 +13,11 @@ from skcalib._core.labels import check_classes
 from skcalib._core.multilabel import check_label_indicator, positive_proba
 from skcalib._core.weights import _checked_weights, check_count_weights
 from skcalib.conformal._quantile import check_alphas
+from skcalib.conformal._risk_inputs import (
+    check_label_proba,
+    resolve_loss,
+    warn_infeasible,
+)
 from skcalib.conformal._risk_lambda import empirical_risk, risk_lambdas, risk_steps
 
 __all__ = ["ConformalRiskController"]
@@ -248,7 +250,7 @@ class ConformalRiskController(BaseCalibrator):
         -------
         self : object
         """
-        self.loss_ = _resolve_loss(self.loss, y)
+        self.loss_ = resolve_loss(self.loss, y)
         if self.loss_ == "miscoverage":
             return super().fit(X, y, sample_weight=sample_weight)
         proba = self._label_proba(X, reset=True)
@@ -292,7 +294,7 @@ class ConformalRiskController(BaseCalibrator):
             *self._steps, self._total_weight, self.lambda_
         )
         if not feasible[0]:
-            _warn_infeasible(self.alpha, self._total_weight, stacklevel)
+            warn_infeasible(self.alpha, self._total_weight, stacklevel)
 
     # ------------------------------------------------------- multi-label input
     def _label_names(self, n_labels):
@@ -324,7 +326,7 @@ class ConformalRiskController(BaseCalibrator):
                 self.score_type_ = (
                     "logit" if self.score_type == "logit" else "probability"
                 )
-            return _check_label_proba(X, "X", self.score_type_ == "logit")
+            return check_label_proba(X, "X", self.score_type_ == "logit")
         if self.response_method == "decision_function":
             raise ValueError(
                 "loss='fnr' reads per-label probabilities from predict_proba; "
@@ -385,7 +387,7 @@ class ConformalRiskController(BaseCalibrator):
             )
             for a in alphas[~feasible]:
                 if a != self.alpha:
-                    _warn_infeasible(a, self._total_weight, stacklevel=3)
+                    warn_infeasible(a, self._total_weight, stacklevel=3)
         proba = self._set_proba(X)
         sets = (1 - proba)[:, :, None] <= lambdas[None, None, :]
         return sets[:, :, 0] if scalar else sets
@@ -433,74 +435,3 @@ class ConformalRiskController(BaseCalibrator):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_label = True
         return tags
-
-
-def _resolve_loss(loss, y):
-    """``loss`` with ``"auto"`` resolved from the form of ``y``; an error when
-    ``y`` has the wrong form for an explicit ``loss``."""
-    shape = getattr(y, "shape", None)
-    if shape is None and y is not None:
-        try:
-            shape = np.asarray(y).shape
-        except ValueError:  # ragged lists: let the label checks name them
-            shape = None
-    shape = () if shape is None else tuple(shape)
-    two_d = sp.issparse(y) or (len(shape) == 2 and shape[1] > 1)
-    indicator = two_d and y is not None and _is_indicator(y)
-    if loss == "auto":
-        return "fnr" if indicator else "miscoverage"
-    if loss == "miscoverage" and indicator:
-        raise ValueError(
-            "loss='miscoverage' needs one class label per row (y of shape "
-            f"(n_samples,)); got a label-indicator matrix of shape {tuple(shape)}. "
-            "Pass loss='fnr' for multi-label sets, or y.argmax(axis=1) if "
-            "every row has exactly one label."
-        )
-    if loss == "fnr" and len(shape) == 1:
-        raise ValueError(
-            "loss='fnr' needs a label-indicator matrix y of shape (n_samples, "
-            f"n_labels) with entries 0/1; got y of shape {tuple(shape)} (one "
-            "label per row). Pass loss='miscoverage' for multiclass sets, or "
-            "convert label sets with sklearn.preprocessing.MultiLabelBinarizer."
-        )
-    return loss
-
-
-def _is_indicator(y):
-    try:
-        return type_of_target(y) == "multilabel-indicator"
-    except ValueError:
-        return False
-
-
-def _check_label_proba(X, name, logit):
-    """Per-label probabilities from raw ``X``: finite, in [0, 1] (or logits
-    through the logistic function), float64."""
-    X = np.asarray(X, dtype=np.float64)
-    if not np.isfinite(X).all():
-        i, j = np.argwhere(~np.isfinite(X))[0]
-        raise ValueError(
-            f"{name} has a non-finite value {X[i, j]} at row {i}, label {j}; "
-            "per-label probabilities must be finite."
-        )
-    if logit:
-        return 0.5 * (1.0 + np.tanh(0.5 * X))  # the logistic function, no overflow
-    bad = (X < 0) | (X > 1)
-    if bad.any():
-        i, j = np.argwhere(bad)[0]
-        raise ValueError(
-            f"{name}[{i}, {j}] = {X[i, j].item()!r}: loss='fnr' needs per-label "
-            "probabilities in [0, 1]; pass score_type='logit' for per-label "
-            "log-odds."
-        )
-    return X
-
-
-def _warn_infeasible(alpha, total_weight, stacklevel):
-    warnings.warn(
-        f"alpha={alpha} is below B / (n + 1) = {_BOUND / (total_weight + 1):.4g} "
-        f"for n = {total_weight:g} calibration rows (weighted): no lambda "
-        "controls the risk, lambda is 1 and every set holds every label.",
-        UserWarning,
-        stacklevel=stacklevel,
-    )
