@@ -19,6 +19,7 @@ from skcalib.conformal._risk_inputs import (
     warn_infeasible,
 )
 from skcalib.conformal._risk_lambda import empirical_risk, risk_lambdas, risk_steps
+from skcalib.conformal._risk_user_loss import check_grid, grid_lambdas, grid_loss_sums
 
 __all__ = ["ConformalRiskController"]
 
@@ -73,10 +74,25 @@ class ConformalRiskController(BaseCalibrator):
         ``type_of_target(y) == "multilabel-indicator"``: 2-D, more than one
         column, entries 0/1), ``"miscoverage"`` otherwise; the value used is
         ``loss_``. The two agree on one-hot ``y`` (one true label per row),
-        where the false negative rate is the miscoverage.
+        where the false negative rate is the miscoverage. A callable
+        ``loss(sets, y)`` is a loss of your own: given the boolean sets
+        ``(n, n_columns)`` of all rows at one ``lambda`` and ``y`` (the
+        label-indicator matrix, or the class indices ``0, ..., K - 1``
+        of the columns of ``classes_`` for one label per row), it returns
+        the ``(n,)`` losses. It is evaluated on ``lambda_grid`` and must lie
+        in ``[0, loss_bound]`` and not increase as the sets grow (checked at
+        every grid point: an error names the row and the ``lambda``).
     alpha : float in (0, 1), default=0.1
         The bound on the expected loss. :meth:`predict_set` can give the
         sets of other levels too (``alpha=`` there).
+    lambda_grid : array-like of shape (n_grid,) or None, default=None
+        Callable ``loss`` only: the strictly increasing values of
+        ``lambda`` in [0, 1] at which the loss is evaluated (1, full sets,
+        is appended when absent); :math:`\\hat\\lambda` is the first grid
+        point that passes. None: 1001 points ``0, 0.001, ..., 1``. The
+        built-in losses are exact and take no grid (an error if given).
+    loss_bound : float > 0, default=1.0
+        Callable ``loss`` only: the bound :math:`B` of the loss.
     score_type : {"auto", "logit", "probability"}, default="auto"
         What raw ``X`` holds. ``"miscoverage"``: as in
         :class:`ConformalClassifier`. ``"fnr"``: ``"auto"`` and
@@ -94,7 +110,7 @@ class ConformalRiskController(BaseCalibrator):
 
     Attributes
     ----------
-    loss_ : str
+    loss_ : str or callable
         The loss used (``loss`` resolved).
     lambda_ : float
         :math:`\\hat\\lambda` at ``alpha``, in [0, 1]: label :math:`j` is in
@@ -164,6 +180,13 @@ class ConformalRiskController(BaseCalibrator):
     (also weighted). Where that threshold is infinite (too few samples),
     :math:`\\hat\\lambda = 1` gives the same full sets.
 
+    **A callable loss** is evaluated once per grid point on all rows
+    (``n_grid`` calls), and :math:`\\hat\\lambda` is the first grid point
+    where :math:`\\sum_i w_i L_i(\\lambda) + B \\le \\alpha (W + 1)`. The
+    guarantee holds for the grid values (the infimum is over the grid); a
+    grid holding every point where the loss changes gives the exact
+    :math:`\\hat\\lambda`.
+
     **Guarantee.** :math:`\\alpha - 2B/(n + 1) \\le \\mathbb{E}[L_{n+1}]
     \\le \\alpha` (the lower bound when the losses have no jumps in common,
     e.g. continuous probabilities), over the calibration set and the test
@@ -205,8 +228,10 @@ class ConformalRiskController(BaseCalibrator):
 
     _parameter_constraints: dict = {
         **BaseCalibrator._parameter_constraints,
-        "loss": [StrOptions({"auto", "fnr", "miscoverage"})],
+        "loss": [StrOptions({"auto", "fnr", "miscoverage"}), callable],
         "alpha": [Interval(Real, 0, 1, closed="neither")],
+        "lambda_grid": ["array-like", None],
+        "loss_bound": [Interval(Real, 0, None, closed="neither")],
     }
 
     #: Weights are repetition counts (the level is ``alpha (W + 1)``).
@@ -218,6 +243,8 @@ class ConformalRiskController(BaseCalibrator):
         *,
         loss="auto",
         alpha=0.1,
+        lambda_grid=None,
+        loss_bound=1.0,
         score_type="auto",
         response_method="auto",
         classes=None,
@@ -225,6 +252,8 @@ class ConformalRiskController(BaseCalibrator):
         self.estimator = estimator
         self.loss = loss
         self.alpha = alpha
+        self.lambda_grid = lambda_grid
+        self.loss_bound = loss_bound
         self.score_type = score_type
         self.response_method = response_method
         self.classes = classes
@@ -250,8 +279,9 @@ class ConformalRiskController(BaseCalibrator):
         -------
         self : object
         """
-        self.loss_ = resolve_loss(self.loss, y)
-        if self.loss_ == "miscoverage":
+        self.loss_, self._multilabel = resolve_loss(self.loss, y)
+        self._check_user_loss_options()
+        if not self._multilabel:
             return super().fit(X, y, sample_weight=sample_weight)
         proba = self._label_proba(X, reset=True)
         y = check_label_indicator(y, n_labels=proba.shape[1])
@@ -262,6 +292,9 @@ class ConformalRiskController(BaseCalibrator):
         self.classes_ = self._label_names(proba.shape[1])
         if sample_weight is not None:
             sample_weight = _checked_weights(sample_weight, y, rescale=False)
+        if callable(self.loss_):
+            self._fit_grid(proba, y, sample_weight, stacklevel=5)
+            return self
         rows, cols = np.nonzero(y)
         self._fit_steps(
             1 - proba[rows, cols], rows, y.sum(axis=1), sample_weight, stacklevel=5
@@ -271,6 +304,9 @@ class ConformalRiskController(BaseCalibrator):
     def _fit(self, scores, y, sample_weight):
         """Miscoverage: one true label per row, of score ``1 - p_y``."""
         proba = self._predict_proba(scores)
+        if callable(self.loss_):
+            self._fit_grid(proba, y, sample_weight, stacklevel=8)
+            return
         rows = np.arange(y.size)
         self._fit_steps(
             1 - proba[rows, y], rows, np.ones(y.size), sample_weight, stacklevel=8
@@ -279,22 +315,62 @@ class ConformalRiskController(BaseCalibrator):
     def _predict_proba(self, scores):
         return scores.proba
 
-    def _fit_steps(self, label_scores, rows, label_count, sample_weight, stacklevel):
-        n = label_count.size
+    def _check_user_loss_options(self):
+        if callable(self.loss):
+            return
+        if self.lambda_grid is not None or self.loss_bound != 1.0:
+            raise ValueError(
+                f"lambda_grid and loss_bound are for a callable loss; "
+                f"loss={self.loss!r} is exact (no grid) and bounded by 1, got "
+                f"lambda_grid={self.lambda_grid!r}, loss_bound={self.loss_bound!r}."
+            )
+
+    def _weights(self, n, sample_weight):
         check_count_weights(sample_weight, type(self).__name__)
         weight = np.ones(n) if sample_weight is None else sample_weight
         self._total_weight = float(weight.sum())
+        return weight
+
+    def _fit_steps(self, label_scores, rows, label_count, sample_weight, stacklevel):
+        weight = self._weights(label_count.size, sample_weight)
         self._steps = risk_steps(label_scores, rows, weight, label_count)
-        lambdas, feasible = risk_lambdas(
-            *self._steps, self._total_weight, [self.alpha], _BOUND
+        self._grid = None
+        self._finish(stacklevel)
+
+    def _fit_grid(self, proba, y, sample_weight, stacklevel):
+        weight = self._weights(proba.shape[0], sample_weight)
+        self._grid = check_grid(self.lambda_grid)
+        self._grid_sums = grid_loss_sums(
+            proba, y, self.loss_, self._grid, float(self.loss_bound), weight
         )
+        self._finish(stacklevel)
+
+    def _bound(self):
+        return _BOUND if self._grid is None else float(self.loss_bound)
+
+    def _lambdas(self, alphas):
+        """``(lambdas, feasible)`` at levels ``alphas``."""
+        if self._grid is None:
+            return risk_lambdas(*self._steps, self._total_weight, alphas, _BOUND)
+        lambdas, feasible, _ = grid_lambdas(
+            self._grid, self._grid_sums, self._total_weight, alphas, self._bound()
+        )
+        return lambdas, feasible
+
+    def _finish(self, stacklevel):
+        lambdas, feasible = self._lambdas([self.alpha])
         self.lambda_ = float(lambdas[0])
         self.threshold_ = 1.0 - self.lambda_
-        self.calibration_risk_ = empirical_risk(
-            *self._steps, self._total_weight, self.lambda_
-        )
+        if self._grid is None:
+            risk = empirical_risk(*self._steps, self._total_weight, self.lambda_)
+        else:
+            k = int(np.searchsorted(self._grid, self.lambda_))
+            risk = float(self._grid_sums[k]) / self._total_weight
+        self.calibration_risk_ = risk
         if not feasible[0]:
-            warn_infeasible(self.alpha, self._total_weight, stacklevel)
+            warn_infeasible(
+                self.alpha, self._total_weight, stacklevel + 1, self._bound()
+            )
 
     # ------------------------------------------------------- multi-label input
     def _label_names(self, n_labels):
@@ -349,7 +425,7 @@ class ConformalRiskController(BaseCalibrator):
 
     # ------------------------------------------------------------- prediction
     def _set_proba(self, X):
-        if self.loss_ == "fnr":
+        if self._multilabel:
             return self._label_proba(X, reset=False)
         return self._predict_proba(
             self._scores(*self._raw_scores(X, reset=False), reset=False)
@@ -382,12 +458,10 @@ class ConformalRiskController(BaseCalibrator):
         if alpha is None:
             lambdas = np.array([self.lambda_])
         else:
-            lambdas, feasible = risk_lambdas(
-                *self._steps, self._total_weight, alphas, _BOUND
-            )
+            lambdas, feasible = self._lambdas(alphas)
             for a in alphas[~feasible]:
                 if a != self.alpha:
-                    warn_infeasible(a, self._total_weight, stacklevel=3)
+                    warn_infeasible(a, self._total_weight, 3, self._bound())
         proba = self._set_proba(X)
         sets = (1 - proba)[:, :, None] <= lambdas[None, None, :]
         return sets[:, :, 0] if scalar else sets
@@ -407,7 +481,7 @@ class ConformalRiskController(BaseCalibrator):
             ``"fnr"``: per-label probabilities (rows need not sum to 1).
         """
         check_is_fitted(self)
-        if self.loss_ == "fnr":
+        if self._multilabel:
             return self._label_proba(X, reset=False)
         return super().predict_proba(X)
 
@@ -427,7 +501,7 @@ class ConformalRiskController(BaseCalibrator):
             risk-controlled output is :meth:`predict_set`.
         """
         check_is_fitted(self)
-        if self.loss_ == "fnr":
+        if self._multilabel:
             return (self._label_proba(X, reset=False) >= 0.5).astype(np.int64)
         return super().predict(X)
 

@@ -12,7 +12,9 @@ __all__ = []  # private module
 
 
 def resolve_loss(loss, y):
-    """``loss`` with ``"auto"`` resolved from the form of ``y``; an error when
+    """``(loss, multilabel)``: ``loss`` with ``"auto"`` resolved from the
+    form of ``y`` (a callable is kept), and whether ``y`` is a
+    label-indicator matrix (the sets are then multi-label); an error when
     ``y`` has the wrong form for an explicit ``loss``."""
     shape = getattr(y, "shape", None)
     if shape is None and y is not None:
@@ -23,8 +25,10 @@ def resolve_loss(loss, y):
     shape = () if shape is None else tuple(shape)
     two_d = sp.issparse(y) or (len(shape) == 2 and shape[1] > 1)
     indicator = two_d and y is not None and _is_indicator(y)
+    if callable(loss):
+        return loss, indicator
     if loss == "auto":
-        return "fnr" if indicator else "miscoverage"
+        return ("fnr", True) if indicator else ("miscoverage", False)
     if loss == "miscoverage" and indicator:
         raise ValueError(
             "loss='miscoverage' needs one class label per row (y of shape "
@@ -39,7 +43,7 @@ def resolve_loss(loss, y):
             "label per row). Pass loss='miscoverage' for multiclass sets, or "
             "convert label sets with sklearn.preprocessing.MultiLabelBinarizer."
         )
-    return loss
+    return loss, loss == "fnr"
 
 
 def _is_indicator(y):
