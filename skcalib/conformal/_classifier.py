@@ -189,6 +189,8 @@ class ConformalClassifier(BaseCalibrator):
     skcalib.metrics.mean_set_size : Average number of classes per set.
     skcalib.metrics.classwise_set_coverage : Coverage within each class.
     VennAbersCalibrator : Probabilities with a validity guarantee.
+    ConformalRiskController : Sets that bound an expected loss (multi-label
+        false negative rate); its miscoverage sets are these LAC sets.
 
     Notes
     -----
