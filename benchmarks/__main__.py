@@ -11,6 +11,7 @@ commands: speed, quality, auto, large, large-fit, conformal, report,
   cold-start, references, partial-fit, monitor, export, monitor-cli,
   multilabel
   shift-conformal
+  risk-control
 
   speed    time skcalib's calibrators and metrics against sklearn, netcal,
            torchmetrics, ... (writes speed.md)
@@ -80,6 +81,9 @@ commands: speed, quality, auto, large, large-fit, conformal, report,
            sets under label shift (CIFAR-10, true and estimated priors) and
            covariate shift (Gaussian tilt, true and estimated ratios) over
            200 splits, and predict_set time (writes shift_conformal.md)
+  risk-control  ConformalRiskController: realised FNR of multi-label sets and
+           miscoverage over random calibration/test splits, set sizes against
+           naive per-label thresholds, fit time (writes risk_control.md)
 
 Each command has --help. Full runs write benchmarks/results/; --quick runs
 write to a temporary folder unless --out is given."""
@@ -141,6 +145,8 @@ def main(argv=None):
         from benchmarks.bench_multilabel import main as run
     elif command == "shift-conformal":
         from benchmarks.bench_shift_conformal import main as run
+    elif command == "risk-control":
+        from benchmarks.bench_risk_control import main as run
     else:
         print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2

@@ -33,6 +33,7 @@ from skcalib.calibration import (
 )
 from skcalib.conformal import (
     ConformalClassifier,
+    ConformalRiskController,
     CovariateShiftConformalClassifier,
     CrossConformalClassifier,
     LabelShiftConformalClassifier,
@@ -53,6 +54,7 @@ __all__ = [
     "CalibratedClassifier",
     "CalibrationMonitor",
     "ConformalClassifier",
+    "ConformalRiskController",
     "CovariateShiftConformalClassifier",
     "CrossConformalClassifier",
     "DirichletCalibrator",

@@ -459,3 +459,12 @@ def test_shift_conformal_quick(tmp_path):
     text = (tmp_path / "shift_conformal.md").read_text()
     for expected in ("weighted, true priors", "weighted, domain classifier", "ms)"):
         assert expected in text, expected
+
+
+def test_risk_control_quick(tmp_path):
+    from benchmarks.bench_risk_control import main
+
+    assert main(["--quick", "--splits", "5", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "risk_control.md").read_text()
+    assert "## Multi-label FNR (5 splits" in text
+    assert "| one-vs-rest logistic | 0.1 |" in text and "| 1.0000 |" in text

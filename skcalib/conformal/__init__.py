@@ -14,10 +14,12 @@ from skcalib.conformal._metrics import (
     size_stratified_coverage,
     size_stratified_coverage_score,
 )
+from skcalib.conformal._risk_control import ConformalRiskController
 
 __all__ = [
     "ConformalClassifier",
     "CovariateShiftConformalClassifier",
+    "ConformalRiskController",
     "CrossConformalClassifier",
     "LabelShiftConformalClassifier",
     "SizeStratifiedCoverage",

@@ -191,6 +191,8 @@ class ConformalClassifier(BaseCalibrator):
     VennAbersCalibrator : Probabilities with a validity guarantee.
     LabelShiftConformalClassifier : Sets that keep coverage under label shift.
     CovariateShiftConformalClassifier : The same under covariate shift.
+    ConformalRiskController : Sets that bound an expected loss (multi-label
+        false negative rate); its miscoverage sets are these LAC sets.
 
     Notes
     -----
