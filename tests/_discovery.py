@@ -10,7 +10,8 @@ Nothing here is a hand list of methods: estimators are the
 are calibrators (subclasses of :class:`skcalib._base.BaseCalibrator`, or
 estimators with ``predict_proba``); metrics are the functions of
 ``skcalib.metrics.__all__`` read by their first parameters: ``(y_true,
-y_proba)`` (probability metrics), ``y_sets`` among the first two (set
+y_proba)`` (probability metrics; named ``multilabel_*``: of a
+label-indicator ``y_true``), ``y_sets`` among the first two (set
 metrics) or a member stack first (ensemble metrics). The only choices made
 here are how to build an instance that can be fitted on generated data (a
 small ``LogisticRegression`` where an estimator is needed, 3 splits where
@@ -131,12 +132,28 @@ def _first_params(func, n=2):
     return list(inspect.signature(func).parameters)[:n]
 
 
+def _is_multilabel(func):
+    return func.__name__.startswith("multilabel_")
+
+
 def metric_functions():
-    """Every public function of ``skcalib.metrics`` taking ``(y_true, y_proba)``."""
+    """Every public function of ``skcalib.metrics`` taking ``(y_true,
+    y_proba)`` of class labels (not the multi-label metrics)."""
     return [
         f
         for f in public_functions(skcalib.metrics)
-        if _first_params(f) == ["y_true", "y_proba"]
+        if _first_params(f) == ["y_true", "y_proba"] and not _is_multilabel(f)
+    ]
+
+
+def multilabel_metric_functions():
+    """Every public function of ``skcalib.metrics`` of a label-indicator
+    ``y_true`` and an ``(n, L)`` ``y_proba``: ``multilabel_*(y_true,
+    y_proba)``."""
+    return [
+        f
+        for f in public_functions(skcalib.metrics)
+        if _first_params(f) == ["y_true", "y_proba"] and _is_multilabel(f)
     ]
 
 
@@ -159,8 +176,14 @@ def member_metric_functions():
 
 
 def every_metric_function():
-    """The metrics of probabilities, of sets and of member stacks."""
-    return metric_functions() + set_metric_functions() + member_metric_functions()
+    """The metrics of probabilities, of multi-label probabilities, of sets
+    and of member stacks."""
+    return (
+        metric_functions()
+        + multilabel_metric_functions()
+        + set_metric_functions()
+        + member_metric_functions()
+    )
 
 
 def scorer_names():

@@ -50,6 +50,19 @@ from skcalib.metrics._kernel import (
     kernel_calibration_test,
 )
 from skcalib.metrics._mmce import maximum_mean_calibration_error, mmce
+from skcalib.metrics._multilabel import (
+    multilabel_brier_score,
+    multilabel_calibration_error,
+    multilabel_log_loss,
+    multilabel_reliability_curve,
+)
+from skcalib.metrics._multilabel_scorer import (
+    MultilabelProbaScorer,
+    make_multilabel_scorer,
+    multilabel_brier_scorer,
+    multilabel_ece_scorer,
+    multilabel_nll_scorer,
+)
 from skcalib.metrics._proper import (
     CalibrationRefinement,
     brier_score,
@@ -102,6 +115,7 @@ __all__ = [
     "CalibrationErrorInterval",
     "CalibrationRefinement",
     "CalibrationTestResult",
+    "MultilabelProbaScorer",
     "ProbaScorer",
     "ReliabilityCurve",
     "RiskCoverageCurve",
@@ -130,12 +144,20 @@ __all__ = [
     "kernel_calibration_error",
     "kernel_calibration_test",
     "ks_calibration_error",
+    "make_multilabel_scorer",
     "make_proba_scorer",
     "maximum_calibration_error",
     "maximum_mean_calibration_error",
     "mce_scorer",
     "mean_set_size",
     "mmce",
+    "multilabel_brier_score",
+    "multilabel_brier_scorer",
+    "multilabel_calibration_error",
+    "multilabel_ece_scorer",
+    "multilabel_log_loss",
+    "multilabel_nll_scorer",
+    "multilabel_reliability_curve",
     "negative_log_likelihood",
     "nll_scorer",
     "reliability_curve",

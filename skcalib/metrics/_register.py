@@ -48,9 +48,12 @@ def register_scorers(names=None):
         registers the names scikit-learn does not have:
         ``"neg_expected_calibration_error"``,
         ``"neg_maximum_calibration_error"``,
-        ``"neg_classwise_calibration_error"``, ``"neg_aurc"`` and
-        ``"neg_smooth_calibration_error"``. ``"neg_brier_score"`` and
-        ``"neg_log_loss"`` are scikit-learn's own and stay so.
+        ``"neg_classwise_calibration_error"``, ``"neg_aurc"``,
+        ``"neg_smooth_calibration_error"`` and the multi-label
+        ``"neg_multilabel_calibration_error"``,
+        ``"neg_multilabel_brier_score"`` and ``"neg_multilabel_log_loss"``.
+        ``"neg_brier_score"`` and ``"neg_log_loss"`` are scikit-learn's own
+        and stay so.
 
     Returns
     -------
@@ -93,7 +96,8 @@ def register_scorers(names=None):
     >>> register_scorers()
     ['neg_aurc', 'neg_classwise_calibration_error',
      'neg_expected_calibration_error', 'neg_maximum_calibration_error',
-     'neg_smooth_calibration_error']
+     'neg_multilabel_brier_score', 'neg_multilabel_calibration_error',
+     'neg_multilabel_log_loss', 'neg_smooth_calibration_error']
     >>> out = cross_validate(LogisticRegression(), X, y, cv=3,
     ...                      scoring=["neg_expected_calibration_error", "accuracy"])
     >>> bool((out["test_neg_expected_calibration_error"] <= 0).all())
@@ -101,7 +105,8 @@ def register_scorers(names=None):
     >>> unregister_scorers()
     ['neg_aurc', 'neg_classwise_calibration_error',
      'neg_expected_calibration_error', 'neg_maximum_calibration_error',
-     'neg_smooth_calibration_error']
+     'neg_multilabel_brier_score', 'neg_multilabel_calibration_error',
+     'neg_multilabel_log_loss', 'neg_smooth_calibration_error']
     """
     names = _check_names(names)
     table = sklearn_scorer_table()

@@ -28,6 +28,7 @@ from skcalib.metrics._calibration_error import (
     expected_calibration_error,
     maximum_calibration_error,
 )
+from skcalib.metrics._multilabel_scorer import MULTILABEL_SCORERS
 from skcalib.metrics._proper import brier_score, negative_log_likelihood
 from skcalib.metrics._selective import aurc
 from skcalib.metrics._smooth import smooth_calibration_error
@@ -206,6 +207,7 @@ _SCORERS = {
     "neg_log_loss": nll_scorer,
     "neg_aurc": aurc_scorer,
     "neg_smooth_calibration_error": smooth_ece_scorer,
+    **MULTILABEL_SCORERS,
 }
 
 
@@ -220,7 +222,10 @@ def get_scorer(scoring):
         ``"neg_classwise_calibration_error"``, ``"neg_brier_score"``,
         ``"neg_log_loss"``, ``"neg_aurc"`` (:func:`aurc`) and
         ``"neg_smooth_calibration_error"`` (:func:`smooth_calibration_error`)
-        give skcalib's scorers; any other value is passed to
+        give skcalib's scorers, and ``"neg_multilabel_calibration_error"``,
+        ``"neg_multilabel_brier_score"`` and ``"neg_multilabel_log_loss"``
+        its multi-label scorers (:func:`make_multilabel_scorer`); any other
+        value is passed to
         :func:`sklearn.metrics.get_scorer`.
 
     Returns

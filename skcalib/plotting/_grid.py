@@ -63,11 +63,11 @@ def _grid_axes(n_panels, n_cols, show_histogram):
     return axes
 
 
-def _panel_title(panel, class_label, disp, name):
-    """Set the title of ``panel``: its class, then one line per method drawn
-    on it with its ECE (``"name (ECE = 0.031)"``); return the line count."""
+def _panel_title(panel, head, disp, name):
+    """Set the title of ``panel``: ``head`` (its class), then one line per
+    method drawn on it with its ECE (``"name (ECE = 0.031)"``); return the
+    line count."""
     _, lines = getattr(panel, TITLE_ATTR, (None, {}))
-    head = f"class {class_label}"
     if disp.ece is not None and np.isfinite(disp.ece):
         lines[name] = legend_label(name, disp.ece, interval=disp.ece_interval)
     setattr(panel, TITLE_ATTR, (head, lines))
@@ -205,6 +205,13 @@ class ReliabilityGridDisplay:
         self.displays = displays
         self.classes = classes
 
+    #: What a panel is about, in the messages.
+    _unit = "classes"
+
+    def _panel_heads(self):
+        """The first title line of each panel."""
+        return [f"class {c}" for c in self.classes]
+
     def plot(self, ax=None, *, n_cols=None, name=None, **plot_kwargs):
         """Draw one panel per class.
 
@@ -260,16 +267,17 @@ class ReliabilityGridDisplay:
             axes = np.asarray(ax, dtype=object).reshape(-1, np.shape(ax)[-1])
             if axes.size < n:
                 raise ValueError(
-                    f"ax holds {axes.size} axes, fewer than the {n} classes."
+                    f"ax holds {axes.size} axes, fewer than the {n} {self._unit}."
                 )
         n_rows, n_cols = axes.shape
         title_lines = 1
+        heads = self._panel_heads()
         for i, (disp, panel) in enumerate(
             zip(self.displays, axes.ravel()[:n], strict=True)
         ):
             disp.plot(ax=panel, name=name, **plot_kwargs)
             shown = disp.name if name is None else name
-            lines = _panel_title(panel, self.classes[i], disp, shown)
+            lines = _panel_title(panel, heads[i], disp, shown)
             title_lines = max(title_lines, lines)
             if i % n_cols:  # the y labels on the first column only
                 panel.set_ylabel("")

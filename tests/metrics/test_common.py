@@ -157,10 +157,26 @@ MEMBER_METRICS = {
     "uncertainty_decomposition": (M.uncertainty_decomposition, {"member_axis": 0}),
     "ensemble_proba": (M.ensemble_proba, {"member_axis": 0}),
 }
+#: Multi-label metrics: ``f(Y, P, **options)`` of an ``(n, L)`` indicator.
+MULTILABEL_METRICS = {
+    "ml_ece": (M.multilabel_calibration_error, {}),
+    "ml_ece_micro": (M.multilabel_calibration_error, {"average": "micro"}),
+    "ml_ece_weighted": (M.multilabel_calibration_error, {"average": "weighted"}),
+    "ml_ece_per_label": (M.multilabel_calibration_error, {"average": None}),
+    "ml_ece_quantile": (M.multilabel_calibration_error, {"strategy": "quantile"}),
+    "ml_mce": (M.multilabel_calibration_error, {"norm": "max"}),
+    "ml_brier": (M.multilabel_brier_score, {}),
+    "ml_brier_weighted": (M.multilabel_brier_score, {"average": "weighted"}),
+    "ml_nll_per_label": (M.multilabel_log_loss, {"average": None}),
+    "ml_nll_micro": (M.multilabel_log_loss, {"average": "micro"}),
+    "ml_curves": (M.multilabel_reliability_curve, {}),
+    "ml_curves_quantile": (M.multilabel_reliability_curve, {"strategy": "quantile"}),
+}
 #: Public functions of skcalib.metrics that are not metrics of arrays.
 NOT_METRICS = {
     "get_scorer",
     "get_scorer_names",
+    "make_multilabel_scorer",
     "make_proba_scorer",
     "register_scorers",
     "unregister_scorers",
@@ -448,6 +464,65 @@ def test_accumulator_and_dask_cover_the_uniform_binned_metrics():
     }
 
 
+# ------------------------------------------------------- multi-label metrics
+def _multilabel_data(n=300, n_labels=4, seed=0):
+    """Probabilities exactly representable in float32, labels drawn from
+    them (every label present and absent)."""
+    rng = np.random.default_rng(seed)
+    P = rng.uniform(size=(n, n_labels)).astype(np.float32).astype(np.float64)
+    Y = (rng.uniform(size=(n, n_labels)) < P).astype(int)
+    Y[0], Y[1] = 1, 0
+    return Y, P
+
+
+def _same_multilabel(a, b, what, **kw):
+    if isinstance(a, list):
+        assert len(a) == len(b), what
+        for j, (ca, cb) in enumerate(zip(a, b, strict=True)):
+            assert_same_result(ca, cb, f"{what}, label {j}", **kw)
+    else:
+        assert_same_result(a, b, what, **kw)
+
+
+MULTILABEL = pytest.mark.parametrize("name", sorted(MULTILABEL_METRICS))
+
+
+@MULTILABEL
+def test_multilabel_metric_invariances(name):
+    func, options = MULTILABEL_METRICS[name]
+    Y, P = _multilabel_data()
+    w = np.random.default_rng(7).integers(0, 4, Y.shape[0])
+    w[:2] = np.maximum(w[:2], 1)
+    perm = np.random.default_rng(8).permutation(Y.shape[0])
+    a = func(Y, P, **options)
+    _same_multilabel(a, func(Y[perm], P[perm], **options), "rows permuted")
+    ones = func(Y, P, sample_weight=np.ones(Y.shape[0]), **options)
+    _same_multilabel(a, ones, "sample_weight=ones")
+    b = func(Y, P, sample_weight=w.astype(float), **options)
+    c = func(np.repeat(Y, w, axis=0), np.repeat(P, w, axis=0), **options)
+    _same_multilabel(b, c, "weights vs rows", skip=ROW_COUNT_FIELDS)
+    d = func(Y, P, sample_weight=7.0 * w, **options)
+    _same_multilabel(b, d, "weights x 7", per_weight=7.0)
+    e = func(Y, P.astype(np.float32), **options)
+    _same_multilabel(a, e, "float32", rtol=1e-6, atol=1e-7)
+
+
+@MULTILABEL
+def test_multilabel_label_permutation(name):
+    """Permuting the labels permutes the per-label results and leaves the
+    averages as they are."""
+    func, options = MULTILABEL_METRICS[name]
+    Y, P = _multilabel_data(seed=1)
+    cols = np.array([2, 0, 3, 1])
+    a = func(Y, P, **options)
+    b = func(Y[:, cols], P[:, cols], **options)
+    if isinstance(a, list):
+        a = [a[j] for j in cols]
+    elif np.ndim(a):
+        a = np.asarray(a)[cols]
+    _same_multilabel(a, b, "labels permuted")
+
+
 # -------------------------------------------------------------- set metrics
 def _sets(k=3, n=300, seed=0):
     y, P = _data(k, n, seed)
@@ -562,6 +637,7 @@ def test_registry_covers_every_public_metric():
     registered = {f for f, _ in PROBA_METRICS.values()}
     registered |= {f for f, _ in SET_METRICS.values()}
     registered |= {f for f, _ in MEMBER_METRICS.values()}
+    registered |= {f for f, _ in MULTILABEL_METRICS.values()}
     discovered = set(every_metric_function())
     assert discovered - registered == set()
     assert {M.set_coverage_score, M.classwise_set_coverage} <= discovered

@@ -37,6 +37,13 @@ REGISTERED = {
     "neg_aurc": aurc_scorer,
     "neg_smooth_calibration_error": smooth_ece_scorer,
 }
+#: The multi-label scorers, registered too (scored on multi-label data in
+#: tests/metrics/test_multilabel_metrics.py).
+MULTILABEL = (
+    "neg_multilabel_brier_score",
+    "neg_multilabel_calibration_error",
+    "neg_multilabel_log_loss",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -61,7 +68,7 @@ def test_names_are_unknown_to_sklearn_until_registered(data):
     clf, X, y = data
     with pytest.raises(InvalidParameterError, match="'scoring' parameter"):
         GridSearchCV(clf, {"C": [1.0]}, scoring=ECE).fit(X, y)
-    assert register_scorers() == sorted(REGISTERED)
+    assert register_scorers() == sorted([*REGISTERED, *MULTILABEL])
     names = sklearn.metrics.get_scorer_names()
     assert set(REGISTERED) <= set(names) and names == sorted(names)
     for name, scorer in REGISTERED.items():
@@ -125,11 +132,11 @@ def test_idempotent_and_undone(data):
     table = compat.sklearn_scorer_table()
     assert register_scorers() == register_scorers()
     assert table[ECE] is ece_scorer
-    assert unregister_scorers() == sorted(REGISTERED)
+    assert unregister_scorers() == sorted([*REGISTERED, *MULTILABEL])
     assert unregister_scorers() == []
     assert ECE not in table
     for options in compat.scoring_name_option_sets():
-        assert not options & set(REGISTERED)
+        assert not options & {*REGISTERED, *MULTILABEL}
     with pytest.raises(ValueError, match="not a valid scoring value"):
         sklearn.metrics.get_scorer(ECE)
 
