@@ -12,6 +12,8 @@ from skcalib._core.compat import Interval, StrOptions, _fit_context
 from skcalib._core.labels import check_classes
 from skcalib._core.multilabel import check_label_indicator, positive_proba
 from skcalib._core.weights import _checked_weights, check_count_weights
+from skcalib._core.xp import namespace
+from skcalib._core.xp.estimator import call_on_host, follows_input
 from skcalib.conformal._quantile import check_alphas
 from skcalib.conformal._risk_inputs import (
     check_label_proba,
@@ -293,24 +295,20 @@ class ConformalRiskController(BaseCalibrator):
         if sample_weight is not None:
             sample_weight = _checked_weights(sample_weight, y, rescale=False)
         if callable(self.loss_):
-            self._fit_grid(proba, y, sample_weight, stacklevel=5)
+            self._fit_grid(proba, y, sample_weight)
             return self
         rows, cols = np.nonzero(y)
-        self._fit_steps(
-            1 - proba[rows, cols], rows, y.sum(axis=1), sample_weight, stacklevel=5
-        )
+        self._fit_steps(1 - proba[rows, cols], rows, y.sum(axis=1), sample_weight)
         return self
 
     def _fit(self, scores, y, sample_weight):
         """Miscoverage: one true label per row, of score ``1 - p_y``."""
         proba = self._predict_proba(scores)
         if callable(self.loss_):
-            self._fit_grid(proba, y, sample_weight, stacklevel=8)
+            self._fit_grid(proba, y, sample_weight)
             return
         rows = np.arange(y.size)
-        self._fit_steps(
-            1 - proba[rows, y], rows, np.ones(y.size), sample_weight, stacklevel=8
-        )
+        self._fit_steps(1 - proba[rows, y], rows, np.ones(y.size), sample_weight)
 
     def _predict_proba(self, scores):
         return scores.proba
@@ -331,19 +329,19 @@ class ConformalRiskController(BaseCalibrator):
         self._total_weight = float(weight.sum())
         return weight
 
-    def _fit_steps(self, label_scores, rows, label_count, sample_weight, stacklevel):
+    def _fit_steps(self, label_scores, rows, label_count, sample_weight):
         weight = self._weights(label_count.size, sample_weight)
         self._steps = risk_steps(label_scores, rows, weight, label_count)
         self._grid = None
-        self._finish(stacklevel)
+        self._finish()
 
-    def _fit_grid(self, proba, y, sample_weight, stacklevel):
+    def _fit_grid(self, proba, y, sample_weight):
         weight = self._weights(proba.shape[0], sample_weight)
         self._grid = check_grid(self.lambda_grid)
         self._grid_sums = grid_loss_sums(
             proba, y, self.loss_, self._grid, float(self.loss_bound), weight
         )
-        self._finish(stacklevel)
+        self._finish()
 
     def _bound(self):
         return _BOUND if self._grid is None else float(self.loss_bound)
@@ -357,7 +355,7 @@ class ConformalRiskController(BaseCalibrator):
         )
         return lambdas, feasible
 
-    def _finish(self, stacklevel):
+    def _finish(self):
         lambdas, feasible = self._lambdas([self.alpha])
         self.lambda_ = float(lambdas[0])
         self.threshold_ = 1.0 - self.lambda_
@@ -368,9 +366,7 @@ class ConformalRiskController(BaseCalibrator):
             risk = float(self._grid_sums[k]) / self._total_weight
         self.calibration_risk_ = risk
         if not feasible[0]:
-            warn_infeasible(
-                self.alpha, self._total_weight, stacklevel + 1, self._bound()
-            )
+            warn_infeasible(self.alpha, self._total_weight, self._bound())
 
     # ------------------------------------------------------- multi-label input
     def _label_names(self, n_labels):
@@ -431,6 +427,7 @@ class ConformalRiskController(BaseCalibrator):
             self._scores(*self._raw_scores(X, reset=False), reset=False)
         )
 
+    @follows_input
     def predict_set(self, X, alpha=None):
         """Risk-controlled sets, at the fitted level or at several.
 
@@ -454,6 +451,8 @@ class ConformalRiskController(BaseCalibrator):
             ``i``: ``1 - p_j <= lambda``. Sizes are ``sets.sum(axis=1)``.
         """
         check_is_fitted(self)
+        if namespace(X) is not None:  # sets on the host, returned on the device
+            return call_on_host(self, "predict_set", X, alpha)
         alphas, scalar = check_alphas(self.alpha if alpha is None else alpha)
         if alpha is None:
             lambdas = np.array([self.lambda_])
@@ -461,7 +460,7 @@ class ConformalRiskController(BaseCalibrator):
             lambdas, feasible = self._lambdas(alphas)
             for a in alphas[~feasible]:
                 if a != self.alpha:
-                    warn_infeasible(a, self._total_weight, 3, self._bound())
+                    warn_infeasible(a, self._total_weight, self._bound())
         proba = self._set_proba(X)
         sets = (1 - proba)[:, :, None] <= lambdas[None, None, :]
         return sets[:, :, 0] if scalar else sets

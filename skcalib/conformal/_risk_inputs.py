@@ -8,6 +8,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.multiclass import type_of_target
 
+from skcalib._core.warn import user_stacklevel
+
 __all__ = []  # private module
 
 
@@ -76,11 +78,11 @@ def check_label_proba(X, name, logit):
     return X
 
 
-def warn_infeasible(alpha, total_weight, stacklevel, bound=1.0):
+def warn_infeasible(alpha, total_weight, bound=1.0):
     warnings.warn(
         f"alpha={alpha} is below B / (n + 1) = {bound / (total_weight + 1):.4g} "
         f"for n = {total_weight:g} calibration rows (weighted): no lambda "
         "controls the risk, lambda is 1 and every set holds every label.",
         UserWarning,
-        stacklevel=stacklevel,
+        stacklevel=user_stacklevel(),
     )
