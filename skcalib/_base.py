@@ -484,12 +484,7 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         if (engine := input_kind(X)) != "numpy":
-            return self._engine_apply(engine, X, "predict_proba").map_blocks(
-                lambda p: self.classes_[np.argmax(p, axis=1)],
-                drop_axis=1,
-                dtype=self.classes_.dtype,
-                meta=np.empty((0,), dtype=self.classes_.dtype),
-            )
+            return self._engine_apply(engine, X, "predict")
         proba = self.predict_proba(X)
         if (ns := namespace(proba)) is not None:
             return take_classes(ns, self.classes_, ns.xp.argmax(proba, axis=1))

@@ -143,20 +143,3 @@ def weight_scale(blocks):
         blocks.drop_weights()
         return hi
     return _scale_of(hi)
-
-
-def weight_range_kernel(w):
-    """``(min, max)`` of one block of weights (None when empty); raises
-    ``TypeError`` for weights that are not numbers."""
-    w = np.asarray(w)
-    if w.dtype.kind not in "biuf":
-        raise TypeError(f"sample_weight must hold numbers, got dtype {w.dtype}.")
-    return None if w.size == 0 else (float(w.min()), float(w.max()))
-
-
-def weight_range_combine(parts):
-    """The range of ranges (None skipped; ``ValueError`` when all are)."""
-    parts = [p for p in parts if p is not None]
-    if not parts:
-        raise ValueError("sample_weight is empty.")
-    return min(p[0] for p in parts), max(p[1] for p in parts)
