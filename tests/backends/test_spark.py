@@ -209,3 +209,94 @@ def test_platt_binary(spark):
     ref = PlattCalibrator().fit(s, d.labels)
     np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-6)
     np.testing.assert_allclose(got.intercept_, ref.intercept_, rtol=1e-6, atol=1e-8)
+
+
+# -------------------------------------------------------------- bad input
+@pytest.fixture(scope="module")
+def small(spark):
+    import pandas as pd
+
+    pdf = pd.DataFrame(
+        {
+            "y": [0, 1, 1, 0, 1, 0],
+            "p": [0.1, 0.8, 0.6, 0.3, 0.9, None],
+            "q": [0.1, 0.8, 0.6, 0.3, 0.9, 0.2],
+            "yf": [0.5, 1.0, 1.0, 0.0, 1.0, 0.0],
+            "when": pd.to_datetime(["2024-01-01"] * 6),
+        }
+    )
+    return spark.createDataFrame(pdf).repartition(3)
+
+
+def test_missing_and_misnamed_columns_named_before_any_job(small):
+    with pytest.raises(ValueError, match=r"Column 'label' \(label=\) is not in"):
+        spark_columns(small, label="label", proba="q")
+    with pytest.raises(ValueError, match=r"'P'.*Did you mean 'p'\?"):
+        spark_columns(small, label="y", proba="P")
+    with pytest.raises(TypeError, match=r"Column 'when' \(label=\) has type timestamp"):
+        spark_columns(small, label="when", proba="q")
+    with pytest.raises(TypeError, match=r"Column 'when' \(proba=\) has type"):
+        spark_columns(small, label="y", proba=["q", "when"])
+    with pytest.raises(TypeError, match="Spark DataFrame"):
+        spark_columns(np.zeros(3), label="y")
+
+
+def test_nulls_named_by_the_first_pass(small):
+    yy, pp = spark_columns(small, label="y", proba="p")
+    with pytest.raises(ValueError, match=r"Column 'p' holds nulls.*in partition"):
+        expected_calibration_error(yy, pp)
+
+
+def test_label_of_the_wrong_values(small):
+    yy, pp = spark_columns(small, label="yf", proba="q")
+    with pytest.raises(ValueError, match=r"continuous values.*in partition"):
+        brier_score(yy, pp)
+
+
+def test_empty_dataframe(small):
+    yy, pp = spark_columns(small.limit(0), label="y", proba="q")
+    with pytest.raises(ValueError, match=r"The table is empty \(columns \['y'\]\)"):
+        expected_calibration_error(yy, pp)
+    with pytest.raises(ValueError, match="empty"):
+        TemperatureCalibrator().fit(pp, yy)
+
+
+def test_inputs_of_two_tables_or_mixed_with_numpy(small):
+    yy, pp = spark_columns(small, label="y", proba="q")
+    (other,) = spark_columns(small.select("q"), proba="q")
+    with pytest.raises(ValueError, match="another table"):
+        brier_score(yy, other)
+    with pytest.raises(TypeError, match="y_true is a ndarray, not Spark columns"):
+        brier_score(np.zeros(6, int), pp)
+    with pytest.raises(TypeError, match="cannot be converted to an in-memory"):
+        np.asarray(pp)
+
+
+# ------------------------------------------------------------ task retry
+def test_task_failure_mid_pass_is_retried(spark, frame, data, tmp_path):
+    """An upstream UDF fails once on partition 3 in the middle of the
+    quantile search; Spark reruns the task (local[2,2]) and the result is
+    the in-memory one."""
+    y, p, _, _ = data
+    marker = str(tmp_path / "failed-once")
+
+    def fail_once(batches):
+        import os
+
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        for batch in batches:
+            if ctx.partitionId() == 3 and not os.path.exists(marker):
+                open(marker, "w").close()
+                raise RuntimeError("injected failure")
+            yield batch
+
+    flaky = frame.mapInArrow(fail_once, frame.schema)
+    yy, pp = spark_columns(flaky, label="y", proba=P)
+    got = expected_calibration_error(yy, pp, strategy="quantile", kind="top_label")
+    ref = expected_calibration_error(y, p, strategy="quantile", kind="top_label")
+    assert got == pytest.approx(ref, abs=TOL)
+    import os
+
+    assert os.path.exists(marker)
