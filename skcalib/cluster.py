@@ -11,18 +11,17 @@ data runs on the engine, and only per-partition totals reach the driver
 columns are checked here, before any job runs.
 """
 
-from skcalib._backends.arrow import Columns
 from skcalib._backends.ray import columns as _ray_columns
 from skcalib._backends.ray import make_aggregation
 from skcalib._backends.spark import columns as _spark_columns
 
-__all__ = ["Columns", "accumulator_aggregation", "ray_columns", "spark_columns"]
+__all__ = ["accumulator_aggregation", "ray_columns", "spark_columns"]
 
 _RETURNS = """
     Returns
     -------
-    handles : tuple of Columns
-        One handle per given argument, in the order ``label``, ``proba``,
+    handles : tuple
+        One column handle per given argument, in the order ``label``, ``proba``,
         ``weight``: pass them as ``y_true``, ``y_proba``,
         ``sample_weight`` of a metric, or as ``y``, ``X``, ``sample_weight``
         of a calibrator's ``fit``, and the score handle to
@@ -79,7 +78,7 @@ def spark_columns(df, *, label=None, proba=None, weight=None):
     ... )  # doctest: +SKIP
     >>> y, p = spark_columns(df, label="y", proba=["p0", "p1"])  # doctest: +SKIP
     >>> round(expected_calibration_error(y, p, n_bins=2), 4)  # doctest: +SKIP
-    0.6
+    0.4667
     """
     return _spark_columns(df, label=label, proba=proba, weight=weight)
 
