@@ -8,7 +8,7 @@ usage: python -m benchmarks COMMAND [options]
 commands: speed, quality, auto, large, large-fit, conformal, report,
   regularisation, isotonic-ranking, decisions, gpu, smooth-ece,
   calibration-tests, ece-speed, vector-scaling, cross-conformal, prior-shift,
-  cold-start, references, partial-fit, monitor, export, monitor-cli
+  cold-start, references, partial-fit, monitor, export, monitor-cli, cluster
 
   speed    time skcalib's calibrators and metrics against sklearn, netcal,
            torchmetrics, ... (writes speed.md)
@@ -70,6 +70,9 @@ commands: speed, quality, auto, large, large-fit, conformal, report,
            generated logs of 1e5 and 1e6 rows (--max-rows 1e7 adds 1e7): file
            size, wall time and peak memory, which does not grow with the rows
            (prints; --out DIR writes monitor_cli.md)
+  cluster  confidence ECE and a temperature fit on a Parquet file of 1e7 rows
+           through Spark (local[2]), Dask and in memory: seconds and the
+           driver's peak memory (writes cluster.md; needs the spark extra)
 
 Each command has --help. Full runs write benchmarks/results/; --quick runs
 write to a temporary folder unless --out is given."""
@@ -127,6 +130,8 @@ def main(argv=None):
         from benchmarks.bench_export import main as run
     elif command == "monitor-cli":
         from benchmarks.bench_monitor_cli import main as run
+    elif command == "cluster":
+        from benchmarks.bench_cluster import main as run
     else:
         print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2
