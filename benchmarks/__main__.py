@@ -9,9 +9,7 @@ commands: speed, quality, auto, large, large-fit, conformal, report,
   regularisation, isotonic-ranking, decisions, gpu, smooth-ece,
   calibration-tests, ece-speed, vector-scaling, cross-conformal, prior-shift,
   cold-start, references, partial-fit, monitor, export, monitor-cli,
-  multilabel
-  shift-conformal
-  risk-control
+  multilabel, shift-conformal, risk-control, cluster
 
   speed    time skcalib's calibrators and metrics against sklearn, netcal,
            torchmetrics, ... (writes speed.md)
@@ -84,6 +82,9 @@ commands: speed, quality, auto, large, large-fit, conformal, report,
   risk-control  ConformalRiskController: realised FNR of multi-label sets and
            miscoverage over random calibration/test splits, set sizes against
            naive per-label thresholds, fit time (writes risk_control.md)
+  cluster  confidence ECE and a temperature fit on a Parquet file of 1e7 rows
+           through Spark (local[2]), Dask and in memory: seconds and the
+           driver's peak memory (writes cluster.md; needs the spark extra)
 
 Each command has --help. Full runs write benchmarks/results/; --quick runs
 write to a temporary folder unless --out is given."""
@@ -147,6 +148,8 @@ def main(argv=None):
         from benchmarks.bench_shift_conformal import main as run
     elif command == "risk-control":
         from benchmarks.bench_risk_control import main as run
+    elif command == "cluster":
+        from benchmarks.bench_cluster import main as run
     else:
         print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2

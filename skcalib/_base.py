@@ -18,7 +18,8 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from skcalib._backends.chunks import ChunkedData, _as_dask_array
+from skcalib._backends.chunks import ChunkedData
+from skcalib._backends.engines import get as get_engine
 from skcalib._core.compat import (
     HasMethods,
     StrOptions,
@@ -294,8 +295,9 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         self : object
             The fitted calibrator.
         """
-        if input_kind(X, y) == "dask":
-            return self._fit_chunked(ChunkedData.from_dask(X, y, sample_weight))
+        if (engine := input_kind(X, y, sample_weight)) != "numpy":
+            data = ChunkedData.from_engine(engine, X, y, sample_weight)
+            return self._fit_chunked(data)
         if (ns := namespace(X)) is not None:
             if self._array_api_native and self.estimator is None:
                 return fit_native(self, ns, X, y, sample_weight)
@@ -398,25 +400,14 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         self._fit_chunks(data)
         return self
 
-    def _dask_predict_proba(self, X):
-        X = _as_dask_array(X)
-        n_classes = len(self.classes_)
-        dtype = np.float32 if X.dtype == np.float32 else np.float64
-        if X.ndim == 1:
-            return X.map_blocks(
-                self.predict_proba,
-                new_axis=1,
-                chunks=(X.chunks[0], (n_classes,)),
-                dtype=dtype,
-                meta=np.empty((0, 0), dtype=dtype),
-            )
-        X = X.rechunk({1: -1})
-        return X.map_blocks(
-            self.predict_proba,
-            chunks=(X.chunks[0], (n_classes,)),
-            dtype=dtype,
-            meta=np.empty((0, 0), dtype=dtype),
-        )
+    def _engine_apply(self, engine, X, method):
+        """``method`` (``"predict_proba"``, ``"predict"``) of the blocks of an
+        engine's ``X``, lazily (see :mod:`skcalib._backends.engines`)."""
+        dtype, columns = self.classes_.dtype, "prediction"
+        if method != "predict":  # float32 scores give float32 (dtype None)
+            dtype, columns = None, [f"proba_{c}" for c in self.classes_]
+        func = getattr(self, method)
+        return get_engine(engine).apply(X, func, columns=columns, dtype=dtype)
 
     @follows_input
     def predict_proba(self, X):
@@ -435,8 +426,8 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
             problems). float32 input gives float32 output.
         """
         check_is_fitted(self)
-        if input_kind(X) == "dask":
-            return self._dask_predict_proba(X)
+        if (engine := input_kind(X)) != "numpy":
+            return self._engine_apply(engine, X, "predict_proba")
         if (ns := namespace(X)) is not None:
             if self._array_api_native and self.estimator is None:
                 return predict_proba_native(self, ns, X)
@@ -492,13 +483,8 @@ class BaseCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
             Labels from ``classes_``.
         """
         check_is_fitted(self)
-        if input_kind(X) == "dask":
-            return self._dask_predict_proba(X).map_blocks(
-                lambda p: self.classes_[np.argmax(p, axis=1)],
-                drop_axis=1,
-                dtype=self.classes_.dtype,
-                meta=np.empty((0,), dtype=self.classes_.dtype),
-            )
+        if (engine := input_kind(X)) != "numpy":
+            return self._engine_apply(engine, X, "predict")
         proba = self.predict_proba(X)
         if (ns := namespace(proba)) is not None:
             return take_classes(ns, self.classes_, ns.xp.argmax(proba, axis=1))

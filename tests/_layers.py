@@ -42,7 +42,12 @@ LAYERS = (
     (("skcalib.calibration",), ("skcalib.conformal",)),
     (("skcalib.metrics",),),
     (("skcalib.selection",), ("skcalib.decision",), ("skcalib.monitoring",)),
-    (("skcalib.plotting",), ("skcalib.datasets",), ("skcalib.export",)),
+    (
+        ("skcalib.plotting",),
+        ("skcalib.datasets",),
+        ("skcalib.export",),
+        ("skcalib.cluster",),
+    ),
     (("skcalib._report", "skcalib.__main__"),),
     (("skcalib",),),
 )

@@ -168,6 +168,24 @@ def test_large_data_quick(tmp_path, command, title):
     assert _mtimes() == before  # quick runs never touch the committed results
 
 
+def test_cluster_quick(tmp_path):
+    """Spark, Dask and in memory agree on a 1e5-row Parquet file."""
+    pytest.importorskip("pyspark", reason="the spark extra is not installed")
+    pytest.importorskip("dask.dataframe")
+    import shutil
+
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("Java is not installed (Spark needs a JVM)")
+    before = _mtimes()
+    _run("cluster", out=tmp_path)
+    text = (tmp_path / "cluster.md").read_text()
+    assert text.startswith("# ECE and temperature scaling of a Parquet file")
+    rows = [line.split("|") for line in text.splitlines() if line.startswith("| ")]
+    ece = {r[2].strip(): float(r[5]) for r in rows if r[1].strip() == "confidence ECE"}
+    assert len(ece) == 3 and max(ece.values()) - min(ece.values()) < 1e-12
+    assert _mtimes() == before
+
+
 # --------------------------------------------- the per-family comparison maths
 def _res(label, library, family, losses):
     q = _import_benchmarks("quality")

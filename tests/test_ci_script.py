@@ -85,6 +85,24 @@ def test_the_onnx_tests_run_in_their_own_step_after_the_array_api_one():
     assert {"onnx", "onnxruntime", "skl2onnx"} <= _names(_extras()["onnx"])
 
 
+def test_the_engine_tests_run_in_their_own_steps_after_the_onnx_one():
+    steps = _steps(_ci_text())
+    titles = list(steps)
+    export = next(t for t in titles if t.startswith("ONNX export tests"))
+    spark = next(t for t in titles if t.startswith("Spark engine tests"))
+    ray = next(t for t in titles if t.startswith("Ray engine tests"))
+    assert titles.index(export) < titles.index(spark) < titles.index(ray)
+    assert '".[test,spark]"' in steps[spark] and "-rs" in steps[spark]
+    assert "tests/backends/test_spark.py" in steps[spark]
+    assert "openjdk-17-jre-headless" in steps[spark]  # Java where missing
+    assert "SKIPPED" in steps[spark]  # says so when the tests skip
+    assert '".[test,ray]"' in steps[ray] and "tests/backends/test_ray.py" in steps[ray]
+    extras = _extras()
+    assert "pyspark" in _names(extras["spark"]) and "ray" in _names(extras["ray"])
+    readme = steps[next(t for t in titles if t.startswith("README"))]
+    assert "spark" not in readme and "ray" not in readme
+
+
 #: Files that name torch without asking for it, each with its reason.
 NAMES_TORCH_ONLY = {
     "test_import_cost.py": "torch is a module that import skcalib must not load",

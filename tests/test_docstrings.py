@@ -1,11 +1,11 @@
 """numpydoc validation of every public docstring.
 
 Objects are discovered (``tests/_discovery.py``) from the ``__all__`` of
-``skcalib``, ``skcalib.metrics``, ``skcalib.plotting``, ``skcalib.datasets``
-and ``skcalib.export``, with the public methods and properties that skcalib
-defines on each public class (each function once, under the first public
-path that reaches it). Scorer instances carry their class' docstring and
-are checked through ``ProbaScorer``.
+``skcalib``, ``skcalib.metrics``, ``skcalib.plotting``, ``skcalib.datasets``,
+``skcalib.export`` and ``skcalib.cluster``, with the public methods and
+properties that skcalib defines on each public class (each function once,
+under the first public path that reaches it). Scorer instances carry their
+class' docstring and are checked through ``ProbaScorer``.
 
 The checks (numpydoc codes): GL08 docstring present; PR01 every parameter
 documented, PR02 no documented parameter missing from the signature; RT01
@@ -32,6 +32,7 @@ MODULES = (
     "skcalib.plotting",
     "skcalib.datasets",
     "skcalib.export",
+    "skcalib.cluster",
 )
 CHECKS = {"GL08", "PR01", "PR02", "RT01", "SS01", "SS02", "SS03", "SS04", "SS05"}
 CHECKS_WITH_EXAMPLES = CHECKS | {"EX01"}

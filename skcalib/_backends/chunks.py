@@ -1,11 +1,13 @@
-"""Fitting calibrators on data held in chunks: numpy chunks or Dask arrays.
+"""Fitting calibrators on data held in chunks: numpy chunks or an engine's
+blocks (Dask arrays, Spark DataFrames, Ray Datasets).
 
 A :class:`ChunkedData` runs *passes*: a function applied to every chunk,
 whose small results (sums, extremes, label sets) are combined in chunk order,
 so the result does not depend on the scheduler. Only those results reach the
-caller; no chunk is kept. With Dask arrays a pass is one ``dask.compute`` of
-one task per row block, on the scheduler in use (threads by default, or the
-``dask.distributed.Client`` in use, so the same code runs on a cluster).
+caller; no chunk is kept. On an engine a pass is one job of one task per row
+block (with Dask one ``dask.compute`` on the scheduler in use; with Spark one
+job; see :mod:`skcalib._backends.engines`), so the same code runs on a
+cluster.
 
 Calibrators that can be fitted this way implement ``_fit_chunks(data)``
 (see :meth:`skcalib._base.BaseCalibrator.fit_chunks`).
@@ -16,7 +18,8 @@ from functools import partial
 import numpy as np
 from sklearn.utils.validation import check_array
 
-from skcalib._backends.dask import sum_parts, to_dask_array
+from skcalib._backends.engines import get as get_engine
+from skcalib._backends.engines import sum_parts
 from skcalib._core.inputs import weight_scale as _weight_scale
 from skcalib._core.labels import (
     check_labels_in,
@@ -30,52 +33,28 @@ from skcalib._core.weights import unit_weights
 __all__ = []  # private module
 
 
-def _as_dask_array(x):
-    """A Dask array of ``x`` (block sizes of a DataFrame computed)."""
-    return to_dask_array(x, lengths=True)
-
-
 class ChunkedData:
     """Calibration scores, labels and weights in row chunks.
 
-    Use :meth:`from_dask` or :meth:`from_chunks`; then :meth:`survey` once
-    (classes, score type, totals) and :meth:`map_scores` for each pass.
+    Use :meth:`from_engine`, :meth:`from_dask` or :meth:`from_chunks`; then
+    :meth:`survey` once (classes, score type, totals) and :meth:`map_scores`
+    for each pass.
     """
 
     def __init__(self, run):
         self._run = run  # run(fn) -> list of fn(X, y, w) over the chunks
 
     @classmethod
+    def from_engine(cls, engine, X, y, sample_weight=None):
+        """Row blocks of an engine's inputs (Dask arrays or DataFrames, Spark
+        or Ray column handles; see :mod:`skcalib._backends.engines`), aligned
+        on ``X``'s."""
+        return cls(get_engine(engine).chunk_runner(X, y, sample_weight))
+
+    @classmethod
     def from_dask(cls, X, y, sample_weight=None):
         """Row blocks of Dask arrays (or DataFrames), aligned on ``X``'s."""
-        import dask
-
-        X = _as_dask_array(X)
-        if X.ndim == 2:
-            X = X.rechunk({1: -1})
-        rows = (X.chunks[0],)
-        y = _as_dask_array(y)
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}.")
-        y = y.rechunk(rows)
-        blocks = [X.to_delayed().ravel(), y.to_delayed().ravel()]
-        if sample_weight is not None:
-            w = _as_dask_array(sample_weight)
-            if w.shape[0] != X.shape[0]:
-                raise ValueError(
-                    f"X has {X.shape[0]} rows but sample_weight has {w.shape[0]}."
-                )
-            blocks.append(w.rechunk(rows).to_delayed().ravel())
-        else:
-            blocks.append([None] * len(blocks[0]))
-
-        def run(fn, first=False):
-            tasks = [dask.delayed(fn)(*b) for b in zip(*blocks, strict=True)]
-            if first:  # only the first block is computed
-                return [tasks[0].compute()]
-            return list(dask.compute(*tasks))
-
-        return cls(run)
+        return cls.from_engine("dask", X, y, sample_weight)
 
     @classmethod
     def from_chunks(cls, chunks):

@@ -1,13 +1,14 @@
 """Dask collections as row blocks, and one map-reduce over them.
 
-Used only when a function gets a Dask collection; Dask itself is imported
-inside the functions, so that this module imports without it. A pass runs a
+The Dask engine of :mod:`skcalib._backends.engines` (:data:`ENGINE`). Used
+only when a function gets a Dask collection; Dask itself is imported inside
+the functions, so that this module imports without it. A pass runs a
 kernel on every row block (the same code as for in-memory arrays) and
 returns small partial results (per-cell sums, label sets); a tree of merges
 adds them up and only those results reach the client. Nothing is loaded
 whole. Blocks run on the current Dask scheduler (threads by default, or the
 ``distributed.Client`` in use). The metrics of Dask inputs are in
-:mod:`skcalib.metrics._dask_metrics`.
+:mod:`skcalib.metrics._engine_metrics`.
 """
 
 import re
@@ -16,10 +17,7 @@ from functools import partial
 
 import numpy as np
 
-from skcalib._core.inputs import _check_y, _resolve_classes, is_dask_collection
-from skcalib._core.inputs import weight_scale as _scale_of
-from skcalib._core.labels import present_labels as _present_labels
-from skcalib._core.totals import check_totals
+from skcalib._core.inputs import is_dask_collection
 
 __all__ = []  # private module
 
@@ -60,6 +58,28 @@ class Blocks:
     @property
     def score_dtype(self):
         return np.float32 if self.proba.dtype == np.float32 else np.float64
+
+    @property
+    def weighted(self):
+        return self.weight is not None
+
+    def map_reduce(self, kernel, combine, inputs=("y", "proba", "weight")):
+        """One pass: ``combine`` of ``kernel`` over the blocks of ``inputs``
+        (see :mod:`skcalib._backends.engines`)."""
+        arrays = [getattr(self, name) for name in inputs]
+        arrays = [a for a in arrays if a is not None]
+        return map_reduce(arrays, kernel, combine, self.offsets)
+
+    def weight_range(self):
+        import dask
+
+        return dask.compute(self.weight.min(), self.weight.max())
+
+    def same_weight_rows(self):
+        return self.weight.ndim == 1 and self.weight.shape[0] == self.n_rows
+
+    def drop_weights(self):
+        self.weight = None
 
 
 def to_dask_array(x, *, lengths=False):
@@ -206,83 +226,71 @@ def map_reduce(arrays, kernel, combine, offsets):
     return result
 
 
-def sum_parts(parts):
-    """Entry-wise sum of tuples of arrays/floats, in order (None skipped);
-    None when every part is None (every block empty)."""
-    parts = [p for p in parts if p is not None]
-    if not parts:
-        return None
-    total = [np.array(v, dtype=np.float64) for v in parts[0]]
-    for part in parts[1:]:
-        for t, v in zip(total, part, strict=True):
-            t += v
-    return tuple(total)
-
-
-def map_reduce_totals(blocks, kernel, combine=sum_parts):
-    """The totals of the whole data: ``combine`` of ``kernel(y, proba[,
-    weight])`` over the row blocks, each a pair ``(totals, [n_samples,
-    total_weight])`` (None for an empty block).
-
-    Raises the errors of the metric functions for empty or weightless data.
-    """
-    result = map_reduce(block_inputs(blocks), kernel, combine, blocks.offsets)
-    if result is None:
-        check_totals(0, 0.0)
-    totals, sizes = result
-    check_totals(*sizes)
-    return totals
-
-
-def block_inputs(blocks):
-    """The Dask arrays of ``blocks`` to map over (no weights: two)."""
-    arrays = [blocks.y, blocks.proba]
-    return arrays if blocks.weight is None else [*arrays, blocks.weight]
-
-
-# ----------------------------------------------------------------- classes
-def _present_kernel(y):
-    y = _check_y(y, allow_empty=True)
-    return _present_labels(y) if y.size else y
-
-
-def _present_combine(parts):
-    labels = np.concatenate(parts)
-    return _present_labels(labels) if labels.size else labels
-
-
-def resolve_classes(blocks, labels):
-    """The classes of the columns, as the metric functions fix them (one pass
-    over ``y_true`` when ``labels`` is None)."""
-    if labels is not None:
-        return _resolve_classes(np.zeros(0), blocks.n_columns, labels)
-    present = map_reduce([blocks.y], _present_kernel, _present_combine, blocks.offsets)
-    if present.size == 0:
-        raise ValueError("y_true is empty; at least one sample is needed.")
-    return _resolve_classes(present, blocks.n_columns, None)
-
-
-def weight_scale(blocks):
-    """The power of two just below the largest weight of the whole data (one
-    pass over ``sample_weight``), which every block divides its weights by,
-    as the metric functions do; None without weights, 1.0 when the weights
-    are invalid (the blocks say why) or all 0. Equal positive weights are
-    dropped from ``blocks`` and their value returned (as
-    :func:`~skcalib._core.inputs.check_sample_weight` does).
-    """
-    if blocks.weight is None:
-        return None
+# ------------------------------------------------------------------ engine
+def chunk_runner(X, y, sample_weight=None):
+    """``run(fn, first=False)`` over the row blocks of ``X`` (Dask arrays or
+    DataFrames; ``y`` and the weights rechunked like ``X``): one
+    ``dask.compute`` of one task per block."""
     import dask
 
-    try:
-        lo, hi = (
-            float(v) for v in dask.compute(blocks.weight.min(), blocks.weight.max())
-        )
-    except (ValueError, TypeError):  # empty, or not numbers
-        return 1.0
-    same_rows = blocks.weight.ndim == 1 and blocks.weight.shape[0] == blocks.n_rows
-    if lo == hi and np.isfinite(hi) and hi > 0 and same_rows:
-        # Equal weights are no weights (as check_sample_weight): drop them.
-        blocks.weight = None
-        return hi
-    return _scale_of(hi)
+    X = to_dask_array(X, lengths=True)
+    if X.ndim == 2:
+        X = X.rechunk({1: -1})
+    rows = (X.chunks[0],)
+    y = to_dask_array(y, lengths=True)
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}.")
+    y = y.rechunk(rows)
+    blocks = [X.to_delayed().ravel(), y.to_delayed().ravel()]
+    if sample_weight is not None:
+        w = to_dask_array(sample_weight, lengths=True)
+        if w.shape[0] != X.shape[0]:
+            raise ValueError(
+                f"X has {X.shape[0]} rows but sample_weight has {w.shape[0]}."
+            )
+        blocks.append(w.rechunk(rows).to_delayed().ravel())
+    else:
+        blocks.append([None] * len(blocks[0]))
+
+    def run(fn, first=False):
+        tasks = [dask.delayed(fn)(*b) for b in zip(*blocks, strict=True)]
+        if first:  # only the first block is computed
+            return [tasks[0].compute()]
+        return list(dask.compute(*tasks))
+
+    return run
+
+
+def apply(X, func, *, columns, dtype):
+    """``func`` of each row block of ``X``, lazily (``map_blocks``): a Dask
+    array of ``len(columns)`` columns, or 1-D when ``columns`` is a str
+    (``dtype`` None: float32 for float32 ``X``, else float64)."""
+    X = to_dask_array(X, lengths=True)
+    if dtype is None:
+        dtype = np.float32 if X.dtype == np.float32 else np.float64
+    if X.ndim == 2:
+        X = X.rechunk({1: -1})
+    if isinstance(columns, str):
+        shape = {"drop_axis": 1} if X.ndim == 2 else {}
+        meta = np.empty((0,), dtype=dtype)
+        return X.map_blocks(func, dtype=dtype, meta=meta, **shape)
+    shape = {"new_axis": 1} if X.ndim == 1 else {}
+    return X.map_blocks(
+        func,
+        chunks=(X.chunks[0], (len(columns),)),
+        dtype=dtype,
+        meta=np.empty((0, 0), dtype=dtype),
+        **shape,
+    )
+
+
+class _Engine:
+    """The Dask engine (see :mod:`skcalib._backends.engines`)."""
+
+    name = "dask"
+    blocks = staticmethod(as_blocks)
+    chunk_runner = staticmethod(chunk_runner)
+    apply = staticmethod(apply)
+
+
+ENGINE = _Engine()

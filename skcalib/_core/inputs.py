@@ -53,13 +53,35 @@ def is_dask_collection(x):
     return type(x).__module__.partition(".")[0] in ("dask", "dask_expr")
 
 
-def input_kind(*arrays):
-    """``"dask"`` when one of ``arrays`` is a Dask collection, else ``"numpy"``.
+#: The engines recognised by the top-level package of an input's type
+#: (their collections cannot carry a marker); other engines' inputs carry a
+#: class attribute ``_skcalib_engine`` (see :mod:`skcalib._backends.engines`).
+ENGINE_TYPES = {"dask": "dask", "dask_expr": "dask", "pyspark": "spark", "ray": "ray"}
 
-    The one decision of which backend computes a metric's totals (None
-    entries, such as absent weights, are skipped).
+
+def engine_of(x):
+    """The name of the engine that holds ``x`` (``"dask"``, ``"spark"``,
+    ``"ray"``), or None for in-memory data; never imports an engine."""
+    name = getattr(type(x), "_skcalib_engine", None)
+    if name is not None:
+        return name
+    return ENGINE_TYPES.get(type(x).__module__.partition(".")[0])
+
+
+def input_kind(*arrays):
+    """The engine of ``arrays`` (see :func:`engine_of`), else ``"numpy"``.
+
+    The one decision of which backend computes a metric's totals or fits a
+    calibrator (None entries, such as absent weights, are skipped). Inputs
+    of two engines are an error.
     """
-    return "dask" if any(is_dask_collection(a) for a in arrays) else "numpy"
+    kinds = {engine_of(a) for a in arrays if a is not None} - {None}
+    if len(kinds) > 1:
+        raise TypeError(
+            f"The inputs are held by different engines ({sorted(kinds)}); "
+            "pass them all from one engine."
+        )
+    return kinds.pop() if kinds else "numpy"
 
 
 #: Names of the functions and methods that accept Dask collections, filled
@@ -79,8 +101,8 @@ def reject_discrete_dask(strategy):
     if strategy == "discrete":
         raise TypeError(
             "strategy='discrete' (one bin per distinct probability) needs "
-            "in-memory arrays; with Dask collections use strategy='uniform' or "
-            "'quantile', or call .compute() first."
+            "in-memory arrays; with Dask collections (or Spark / Ray columns) "
+            "use strategy='uniform' or 'quantile', or call .compute() first."
         )
 
 
@@ -112,17 +134,26 @@ class MetricInputs:
 
 
 def reject_dask(**arrays):
-    """Raise ``TypeError`` if one of ``arrays`` is a Dask collection.
+    """Raise ``TypeError`` if one of ``arrays`` is held by an engine (a Dask
+    collection, a Spark or Ray column handle).
 
     For the functions that need their inputs in memory: converting a Dask
     collection with ``np.asarray`` would compute it whole.
     """
     for name, x in arrays.items():
-        if is_dask_collection(x):
+        engine = engine_of(x)
+        if engine == "dask":
             raise TypeError(
                 f"{name} is a Dask collection ({type(x).__name__}); this function "
                 f"needs in-memory arrays. {_dask_capable_names()} accept Dask "
                 "collections; call .compute() first if the data fits in memory."
+            )
+        if engine is not None:
+            raise TypeError(
+                f"{name} is held by {engine.capitalize()} ({type(x).__name__}); "
+                f"this function needs in-memory arrays. {_dask_capable_names()} "
+                f"accept {engine.capitalize()} columns; collect them to numpy "
+                "first if the data fit in memory."
             )
 
 

@@ -173,7 +173,7 @@ class PartialFitMixin:
         >>> bool(ts.temperature_ == TemperatureCalibrator().fit(logits, y).temperature_)
         True
         """
-        if input_kind(X, y) == "dask" or namespace(X) is not None:
+        if input_kind(X, y) != "numpy" or namespace(X) is not None:
             raise TypeError(
                 f"{type(self).__name__}.partial_fit takes numpy arrays; fit Dask "
                 "arrays with fit (or fit_chunks), and array-API arrays with fit."

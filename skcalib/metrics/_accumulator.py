@@ -7,8 +7,8 @@ log-likelihood are weighted means. :class:`CalibrationAccumulator` keeps those
 sums for chunks of data (:meth:`~CalibrationAccumulator.update`) and adds
 those of another accumulator (:meth:`~CalibrationAccumulator.merge`). Its
 chunk functions (:mod:`skcalib._core.totals`, :mod:`skcalib._core.losses`)
-are also what each block of a Dask array runs
-(:mod:`skcalib.metrics._dask_metrics`).
+are also what each block of an engine's data runs (Dask, Spark, Ray;
+:mod:`skcalib.metrics._engine_metrics`).
 """
 
 from numbers import Integral, Real
@@ -41,7 +41,7 @@ from skcalib._core.totals import (
 )
 from skcalib._core.xp import namespace, to_numpy
 from skcalib.metrics._curve import curve_from_totals
-from skcalib.metrics._dask_metrics import accumulate
+from skcalib.metrics._engine_metrics import accumulate
 
 __all__ = ["CalibrationAccumulator"]
 
@@ -234,8 +234,8 @@ class CalibrationAccumulator:
             Unchanged if the chunk is invalid (the error names the bad row
             of the chunk).
         """
-        if input_kind(y_true, y_proba, sample_weight) == "dask":
-            return self.merge(accumulate(self, y_true, y_proba, sample_weight))
+        if (engine := input_kind(y_true, y_proba, sample_weight)) != "numpy":
+            return self.merge(accumulate(engine, self, y_true, y_proba, sample_weight))
         if namespace(y_proba) is not None:  # array-API chunk: moved to the host
             y_true, y_proba = to_numpy(y_true), to_numpy(y_proba)
             sample_weight = to_numpy(sample_weight)

@@ -55,10 +55,10 @@ def _calibration_error(
             f"average={average!r} combines the classes of kind='classwise'; "
             f"kind={kind!r} has no per-class errors to average."
         )
-    if average != "mean" and input_kind(y_true, y_proba, sample_weight) == "dask":
+    if average != "mean" and input_kind(y_true, y_proba, sample_weight) != "numpy":
         raise TypeError(
             f"average={average!r} needs in-memory arrays; call .compute() "
-            "first (Dask collections: average='mean')."
+            "first (Dask collections, Spark / Ray columns: average='mean')."
         )
     bt = binned_totals(
         y_true,

@@ -18,7 +18,7 @@ from skcalib._core.inputs import (
     COMMON_CONSTRAINTS,
     KINDS,
     accepts_dask,
-    is_dask_collection,
+    engine_of,
 )
 from skcalib._core.totals import (
     ACC,
@@ -499,7 +499,7 @@ def _isotonic_curve(
     """The CORP :class:`ReliabilityCurve` (``strategy="isotonic"``), on the
     host; array-API results come back in the namespace of ``y_proba``."""
     arrays = (y_true, y_proba, params["sample_weight"])
-    if any(is_dask_collection(a) for a in arrays):
+    if any(engine_of(a) for a in arrays):
         raise TypeError(
             "strategy='isotonic' needs in-memory arrays (the PAV fit is "
             "sequential); call .compute() first, or use a binned strategy, "

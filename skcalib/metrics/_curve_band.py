@@ -16,7 +16,7 @@ from scipy.special import betaincinv, ndtri
 from sklearn.utils import check_random_state
 
 from skcalib._core.binning import resolve_n_bins
-from skcalib._core.inputs import check_metric_inputs, curve_cells, is_dask_collection
+from skcalib._core.inputs import check_metric_inputs, curve_cells, engine_of
 from skcalib._core.top1 import top1
 from skcalib._core.totals import ACC, W2, W, cell_assignment, cell_totals
 from skcalib._core.xp import to_numpy
@@ -91,7 +91,7 @@ def resolve_rule(n_bins, y_true, y_proba, kind, class_index, params):
     if not isinstance(n_bins, str):
         return n_bins
     weight = params["sample_weight"]
-    if any(is_dask_collection(a) for a in (y_true, y_proba, weight)):
+    if any(engine_of(a) for a in (y_true, y_proba, weight)):
         raise TypeError(
             f"n_bins={n_bins!r} needs the number of samples before the one "
             "pass over Dask collections; pass an int."
@@ -126,7 +126,7 @@ def curve_in_namespace(curve, ns):
 def _host_inputs(y_true, y_proba, sample_weight):
     """The inputs on the host (numpy); Dask collections are refused."""
     arrays = (y_true, y_proba, sample_weight)
-    if any(is_dask_collection(a) for a in arrays):
+    if any(engine_of(a) for a in arrays):
         raise TypeError(
             "The bootstrap band of a reliability curve needs in-memory arrays "
             "(it resamples rows); call .compute() first, or pass band=None."

@@ -2,8 +2,8 @@
 
 Every metric is *validate, then totals, then reduce*. The functions here do
 the first two steps for in-memory arrays or, when
-:func:`~skcalib._core.inputs.input_kind` says ``"dask"``, for Dask
-collections (:mod:`skcalib.metrics._dask_metrics`), or, when ``y_proba`` is
+:func:`~skcalib._core.inputs.input_kind` names an engine (Dask, Spark, Ray),
+on its blocks (:mod:`skcalib.metrics._engine_metrics`), or, when ``y_proba`` is
 of another array-API namespace under ``array_api_dispatch=True``
 (:func:`~skcalib._core.xp.namespace`), on its device
 (:mod:`skcalib.metrics._xp_metrics`); the metric functions then reduce the
@@ -22,7 +22,7 @@ from skcalib._core.inputs import (
 from skcalib._core.losses import loss_sums
 from skcalib._core.totals import statistics
 from skcalib._core.xp import namespace
-from skcalib.metrics import _dask_metrics, _xp_metrics
+from skcalib.metrics import _engine_metrics, _xp_metrics
 
 __all__ = []  # private module
 
@@ -59,9 +59,10 @@ def binned_totals(
     args = dict(n_bins=n_bins, strategy=strategy, kind=kind)
     args.update(sample_weight=sample_weight, labels=labels)
     args.update(class_index=class_index, curve=curve)
-    if input_kind(y_true, y_proba, sample_weight) == "dask":
+    if (engine := input_kind(y_true, y_proba, sample_weight)) != "numpy":
         reject_discrete_dask(strategy)
-        return BinnedTotals(*_dask_metrics.binned_totals(y_true, y_proba, **args))
+        totals = _engine_metrics.binned_totals(engine, y_true, y_proba, **args)
+        return BinnedTotals(*totals)
     if (ns := namespace(y_proba)) is not None:
         return BinnedTotals(*_xp_metrics.binned_totals(ns, y_true, y_proba, **args))
     inp = check_metric_inputs(
@@ -78,9 +79,9 @@ def loss_totals(y_true, y_proba, *, loss, sample_weight, labels):
     """``(loss_sums, n_classes)`` of the inputs of a proper score
     (``loss``: ``"brier"`` or ``"log_loss"``; see
     :func:`~skcalib._core.losses.loss_sums`)."""
-    if input_kind(y_true, y_proba, sample_weight) == "dask":
-        return _dask_metrics.loss_totals(
-            y_true, y_proba, sample_weight=sample_weight, labels=labels
+    if (engine := input_kind(y_true, y_proba, sample_weight)) != "numpy":
+        return _engine_metrics.loss_totals(
+            engine, y_true, y_proba, sample_weight=sample_weight, labels=labels
         )
     if (ns := namespace(y_proba)) is not None:
         return _xp_metrics.loss_totals(

@@ -1,12 +1,16 @@
-"""The totals of the metrics of Dask inputs: per-block statistics, summed.
+"""The totals of the metrics of an engine's inputs: per-block statistics,
+summed.
 
-Every block runs the chunk functions of :mod:`skcalib._core.totals` and
-:mod:`skcalib._core.losses` (the same code as for in-memory arrays) and
-returns small per-cell sums; :func:`skcalib._backends.dask.map_reduce_totals`
-adds them up. The metric functions reduce the totals as they reduce those of
+The pass definitions of every engine (Dask, Spark, Ray; see
+:mod:`skcalib._backends.engines`). Every block runs the chunk functions of
+:mod:`skcalib._core.totals` and :mod:`skcalib._core.losses` (the same code
+as for in-memory arrays) and returns small per-cell sums;
+:func:`skcalib._backends.engines.map_reduce_totals` adds them up in block
+order. The metric functions reduce the totals as they reduce those of
 in-memory arrays (:mod:`skcalib.metrics._dispatch`).
 
-Passes over the data (each one ``dask.compute``):
+Passes over the data (each one engine job: a ``dask.compute``, a Spark job,
+a Ray Data execution):
 
 * without ``labels``, one pass over ``y_true`` collects its distinct labels
   (the metric functions resolve the classes from them);
@@ -23,10 +27,8 @@ from functools import partial
 
 import numpy as np
 
-from skcalib._backends.dask import (
-    as_blocks,
-    block_inputs,
-    map_reduce,
+from skcalib._backends.engines import (
+    get,
     map_reduce_totals,
     resolve_classes,
     weight_scale,
@@ -99,7 +101,7 @@ def _quantile_edges(blocks, classes, kind, n_bins, class_index, scale):
     """The exact quantile edges of each group, a radix digit per pass."""
     n_groups = _n_groups(kind, class_index, classes.size)
     search = QuantileEdgeSearch(
-        n_groups, n_bins, blocks.score_dtype, weighted=blocks.weight is not None
+        n_groups, n_bins, blocks.score_dtype, weighted=blocks.weighted
     )
     while not search.done:
         kernel = partial(
@@ -135,6 +137,7 @@ def _totals(blocks, classes, kind, n_bins, strategy, class_index=None, scale=Non
 
 # ------------------------------------------------------------- the metrics
 def binned_totals(
+    engine,
     y_true,
     y_proba,
     *,
@@ -146,9 +149,9 @@ def binned_totals(
     class_index=None,
     curve=False,
 ):
-    """Per-cell statistics of Dask inputs, as
+    """Per-cell statistics of the inputs of ``engine`` (its name), as
     :func:`skcalib.metrics._dispatch.binned_totals` gives them."""
-    blocks = as_blocks(y_true, y_proba, sample_weight)
+    blocks = get(engine).blocks(y_true, y_proba, sample_weight)
     n_bins = check_n_bins(n_bins, blocks.n_rows)
     classes = resolve_classes(blocks, labels)
     if curve:
@@ -158,19 +161,19 @@ def binned_totals(
     return totals, edges, class_index, 1.0 if scale is None else scale
 
 
-def loss_totals(y_true, y_proba, *, sample_weight, labels):
-    """The :func:`~skcalib._core.losses.loss_sums` of Dask inputs and the
-    number of classes."""
-    blocks = as_blocks(y_true, y_proba, sample_weight)
+def loss_totals(engine, y_true, y_proba, *, sample_weight, labels):
+    """The :func:`~skcalib._core.losses.loss_sums` of the inputs of
+    ``engine`` and the number of classes."""
+    blocks = get(engine).blocks(y_true, y_proba, sample_weight)
     classes = resolve_classes(blocks, labels)
     kernel = partial(_loss_kernel, classes=classes, scale=weight_scale(blocks))
     return map_reduce_totals(blocks, kernel), classes.size
 
 
-def accumulate(acc, y_true, y_proba, sample_weight=None):
+def accumulate(engine, acc, y_true, y_proba, sample_weight=None):
     """An accumulator like ``acc`` (same class, edges, ``classwise``)
-    holding the Dask inputs."""
-    blocks = as_blocks(y_true, y_proba, sample_weight)
+    holding the inputs of ``engine``."""
+    blocks = get(engine).blocks(y_true, y_proba, sample_weight)
     classes = acc.classes_
     if classes is None:
         classes = resolve_classes(blocks, acc.labels)
@@ -178,4 +181,4 @@ def accumulate(acc, y_true, y_proba, sample_weight=None):
         type(acc), n_bins=acc.n_bins, edges=acc.edges, classwise=acc.classwise
     )
     kernel = partial(_accumulator_kernel, make=make, classes=classes)
-    return map_reduce(block_inputs(blocks), kernel, _merge_accumulators, blocks.offsets)
+    return blocks.map_reduce(kernel, _merge_accumulators)
