@@ -75,6 +75,10 @@ METRICS = {
     "maximum_calibration_error": "f(y, P)",
     "maximum_mean_calibration_error": "f(y, P)",
     "mean_set_size": "f(S)",
+    "multilabel_brier_score": "f(Y, P)",
+    "multilabel_calibration_error": "f(Y, P)",
+    "multilabel_log_loss": "f(Y, P)",
+    "multilabel_reliability_curve": "f(Y, P)",
     "negative_log_likelihood": "f(y, P)",
     "reliability_curve": "f(y, P)",
     "risk_coverage_curve": "f(y, P)",
@@ -101,6 +105,7 @@ CALIBRATORS = [
     "BiasCorrectedTemperatureCalibrator",
     "CalibratedClassifier",
     "ConformalClassifier",
+    "ConformalRiskController",
     "CovariateShiftConformalClassifier",
     "DirichletCalibrator",
     "DirichletCalibratorCV",
@@ -137,6 +142,7 @@ DATA = textwrap.dedent(
     S = P >= 0.1
     S[np.arange(n), P.argmax(axis=1)] = True
     M = np.stack([P, P[::-1], P[:, ::-1]])
+    Y = (rng.uniform(size=(n, k)) < P).astype(np.int8)  # labels of P as multi-label
     """
 )
 

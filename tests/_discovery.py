@@ -110,6 +110,12 @@ class UnitLikelihoodRatio:
     def __repr__(self):
         return "unit_likelihood_ratio"
 
+    def __eq__(self, other):  # a clone's deep copy is the same ratio
+        return isinstance(other, UnitLikelihoodRatio)
+
+    def __hash__(self):
+        return hash(UnitLikelihoodRatio)
+
 
 unit_likelihood_ratio = UnitLikelihoodRatio()
 
