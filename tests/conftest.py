@@ -15,6 +15,7 @@ from _data import (  # noqa: E402, F401 (fixtures below use them)
     load_shared,
     multiclass_logits,
 )
+from _engines import ray_session, spark  # noqa: E402, F401 (engine fixtures)
 
 
 @pytest.fixture

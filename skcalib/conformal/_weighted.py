@@ -231,9 +231,11 @@ class _WeightedConformalBase(BaseCalibrator):
 
 def _effective_size(weight):
     """Kish's effective sample size ``(sum w)^2 / sum w^2`` of the
-    calibration weights (computed on ``w / max(w)``: no overflow)."""
+    calibration weights, computed on ``w`` scaled by the power of two of
+    ``max(w)`` (exact, and no overflow even for subnormal weights, where
+    older numpy overflowed dividing by ``max(w)``)."""
     top = float(np.max(weight, initial=0.0))
     if not top > 0:
         return 0.0
-    w = weight / top
+    w = np.ldexp(np.asarray(weight, dtype=np.float64), -np.frexp(top)[1])
     return float(np.sum(w)) ** 2 / float(np.sum(w * w))

@@ -3,7 +3,7 @@
 The built-in CIFAR-10 predictions (10000 rows, 10 classes) as a Ray Dataset
 of 8 blocks, and the same rows shuffled into other blocks
 (``random_shuffle(seed=...)``); metrics to 1e-12, the temperature fit to the
-solver's tolerance. Slow: ``ray.init(num_cpus=2)`` (``conftest.py``).
+solver's tolerance. Slow: ``ray.init(num_cpus=2)`` (``tests/_engines.py``).
 """
 
 import numpy as np

@@ -6,7 +6,7 @@ a random repartition (hash of a seeded ``rand()``: other partitions, other
 row order); every metric is compared with the numpy function on the same
 numbers to 1e-12 (only the order of the float64 additions changes), every
 fit to its solver's tolerance. Slow: each pass is a Spark job on
-``local[2,2]`` (the session of ``conftest.py``).
+``local[2,2]`` (the session of ``tests/_engines.py``).
 """
 
 import numpy as np

@@ -1,7 +1,10 @@
 """One local Spark session (``local[2,2]``: two cores, a failed task retried
 once) and one local Ray (two CPUs) for the engine tests, each started at the
 first test that needs it and stopped at the end of the session. Each skips,
-saying why, when its extra or Java is missing."""
+saying why, when its extra or Java is missing. Fixtures of
+``tests/conftest.py`` (imported there): a ``conftest.py`` of its own in
+``tests/backends/`` collided with the root one under ``--doctest-modules``
+on the oldest versions (pytest's "import file mismatch")."""
 
 import os
 import shutil
@@ -56,7 +59,7 @@ def ray_session():
         "ray", reason="the ray extra is not installed: pip install -e '.[ray]'"
     )
     pytest.importorskip("ray.data")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     ray.init(
         num_cpus=2,
