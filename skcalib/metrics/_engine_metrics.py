@@ -16,10 +16,10 @@ a Ray Data execution):
   (the metric functions resolve the classes from them);
 * with weights, one pass for their largest value;
 * uniform bins: one pass for the statistics (and the value checks);
-* quantile bins: 2 (float32) or 4 (float64) passes of an exact radix
-  selection of the quantile edges
-  (:class:`~skcalib._core.quantile_search.QuantileEdgeSearch`), then the
-  statistics.
+* quantile bins: 2 to 4 passes of an exact selection of the quantile
+  edges (:class:`~skcalib._core.quantile_search.QuantileEdgeSearch`: a
+  coarse histogram, then the scores of the bins holding the edges), then
+  the statistics.
 """
 
 import copy
@@ -67,7 +67,7 @@ def _search_kernel(y, proba, weight=None, *, classes, kind, class_index, search,
     inp, _ = check_chunk(y, proba, weight, classes=classes, weight_scale=scale)
     if inp is None:
         return None
-    if search.level == 0:
+    if search.n_passes == 0:
         check_values(inp)
     groups = iter_groups(inp, kind, class_index)
     counts = search.digit_counts([(s, w) for _, s, _, w in groups])
@@ -98,7 +98,7 @@ def _n_groups(kind, class_index, n_classes):
 
 
 def _quantile_edges(blocks, classes, kind, n_bins, class_index, scale):
-    """The exact quantile edges of each group, a radix digit per pass."""
+    """The exact quantile edges of each group, 2 to 4 passes."""
     n_groups = _n_groups(kind, class_index, classes.size)
     search = QuantileEdgeSearch(
         n_groups, n_bins, blocks.score_dtype, weighted=blocks.weighted

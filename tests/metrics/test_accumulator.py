@@ -465,11 +465,11 @@ def test_metrics_do_not_import_dask():
 
 
 # ------------------------------------------------ exact quantile search
-def _search(chunks, n_groups, n_bins, dtype, weighted, seed=0):
+def _search(chunks, n_groups, n_bins, dtype, weighted, seed=0, **kwargs):
     """Run the passes over ``chunks`` (lists of per-group (scores, weights)),
     merging the chunk counts in a shuffled tree."""
     rng = np.random.default_rng(seed)
-    search = QuantileEdgeSearch(n_groups, n_bins, dtype, weighted)
+    search = QuantileEdgeSearch(n_groups, n_bins, dtype, weighted, **kwargs)
     while not search.done:
         parts = [search.digit_counts(c) for c in chunks]
         rng.shuffle(parts)
@@ -494,10 +494,17 @@ def _scores(kind, n, rng):
     return np.where(rng.random(n) < 0.6, 1.0, rng.random(n))  # mass at 1
 
 
+#: Rows a pass may bring back: histograms only, a mix, the default.
+COLLECT_LIMITS = {"radix": 0, "mixed": 40, "default": None}
+
+
+@pytest.mark.parametrize("collect", list(COLLECT_LIMITS))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("weights", [None, "integer"])
 @pytest.mark.parametrize("kind", ["uniform", "tenths", "u-shaped", "ones"])
-def test_quantile_search_equals_bin_edges(dtype, weights, kind):
+def test_quantile_search_equals_bin_edges(dtype, weights, kind, collect):
+    limit = COLLECT_LIMITS[collect]
+    kwargs = {} if limit is None else {"collect_limit": limit}
     rng = np.random.default_rng(hash((kind, str(weights))) % 2**32)
     for n, n_bins in [(1, 5), (2, 3), (7, 15), (300, 10), (2001, 40)]:
         scores = _scores(kind, n, rng).astype(dtype)
@@ -508,7 +515,7 @@ def test_quantile_search_equals_bin_edges(dtype, weights, kind):
             [(scores[a:b], None if w is None else w[a:b])]
             for a, b in _splits(n, 6, rng)
         ]
-        (got,) = _search(chunks, 1, n_bins, dtype, w is not None)
+        (got,) = _search(chunks, 1, n_bins, dtype, w is not None, **kwargs)
         want = bin_edges(scores, n_bins, "quantile", w)
         np.testing.assert_array_equal(got, want)
         assert got.dtype == np.float64
@@ -523,14 +530,31 @@ def test_quantile_search_groups_and_float_weights():
         [(a[i : i + 500], wa[i : i + 500]), (b[j : j + 200], wb[j : j + 200])]
         for i, j in zip(range(0, 3000, 500), range(0, 1200, 200), strict=True)
     ]
-    got = _search(chunks, 2, 17, np.float64, True)
-    np.testing.assert_array_equal(got[0], bin_edges(a, 17, "quantile", wa))
-    np.testing.assert_array_equal(got[1], bin_edges(b, 17, "quantile", wb))
+    for limit in (0, 500, 10**6):
+        got = _search(chunks, 2, 17, np.float64, True, collect_limit=limit)
+        np.testing.assert_array_equal(got[0], bin_edges(a, 17, "quantile", wa))
+        np.testing.assert_array_equal(got[1], bin_edges(b, 17, "quantile", wb))
+
+
+@pytest.mark.parametrize(
+    ("dtype", "limit", "passes"),
+    [(np.float32, 0, 2), (np.float64, 0, 4), (np.float64, None, 2)],
+)
+def test_quantile_search_passes(dtype, limit, passes):
+    """A coarse histogram, then the scores of the bins holding the quantiles
+    (2 passes) while those are few; histograms of 16 bits otherwise."""
+    x = np.random.default_rng(3).random(5000).astype(dtype)
+    kwargs = {} if limit is None else {"collect_limit": limit}
+    search = QuantileEdgeSearch(1, 10, dtype, weighted=False, **kwargs)
+    while not search.done:
+        search.advance(search.digit_counts([(x, None)]))
+    assert search.n_passes == passes
+    np.testing.assert_array_equal(search.edges()[0], bin_edges(x, 10, "quantile"))
 
 
 def test_quantile_search_empty_group_and_misuse():
     search = QuantileEdgeSearch(2, 4, np.float32, weighted=False)
-    with pytest.raises(ValueError, match="needs 2 passes"):
+    with pytest.raises(ValueError, match="not finished after 0 pass"):
         search.edges()
     x = np.array([0.25, 0.5, 0.75], dtype=np.float32)
     empty = np.zeros(0, dtype=np.float32)
