@@ -14,6 +14,7 @@ from skcalib._core.binning import (
     lookup_bins,
 )
 from skcalib._core.compat import Interval, StrOptions
+from skcalib._core.quantile_search import QuantileEdgeSearch
 from skcalib._core.weights import unit_weights
 from skcalib._core.xp import to_numpy
 from skcalib._core.xp.binning import (
@@ -163,6 +164,26 @@ def _concatenate(parts):
     return score, np.concatenate([p[1] for p in parts])
 
 
+def _chunk_quantile_edges(data, view, n_bins):
+    """The equal-mass edges of ``n_bins`` bins of one map's scores in
+    ``data``'s chunks: those of :func:`bin_edges` on the concatenated scores
+    (:class:`~skcalib._core.quantile_search.QuantileEdgeSearch`)."""
+    search = QuantileEdgeSearch(1, n_bins, np.float64, weighted=data.weighted)
+    while not search.done:
+        kernel = partial(_search_chunk, view=view, search=search)
+        search.advance(data.map_scores(kernel, combine=_merge_counts))
+    return search.edges()[0]
+
+
+def _search_chunk(scores, y, w, *, view, search):
+    score, _ = view(scores, y)
+    return search.digit_counts([(np.asarray(score, dtype=np.float64), w)])
+
+
+def _merge_counts(parts):
+    return QuantileEdgeSearch.merge([p for p in parts if p is not None])
+
+
 def _binned_chunk(scores, y, w, *, view, edges, smooth):
     """Per-bin weights, positives (and scores) of one chunk of one map."""
     score, target = view(scores, y)
@@ -228,9 +249,11 @@ class HistogramBinningCalibrator(PartialFitMixin, _OneVsRestCalibrator):
     boosted model's squashed scores). Equal-width bins alone put 98% of a
     100-class problem's rows in the first bin, so the informative small
     probabilities of the true class all get one value. Fitted in chunks
-    (``fit_chunks``, Dask arrays), the equal-mass edges need each map's
-    scores at once: one extra pass per map gathers them (16 bytes a row);
-    ``strategy="uniform"`` fits in memory independent of ``n``.
+    (``fit_chunks``, Dask arrays, Spark and Ray tables), the equal-mass
+    edges (``"quantile"`` and ``"hybrid"``) are those of the in-memory fit,
+    found by an exact search of 2 to 4 extra passes per map that leaves the
+    scores in their chunks: every strategy fits in memory independent of
+    ``n``.
 
     **Weights are counts** with ``n_bins="auto"`` or ``smoothing > 0``: the
     number of samples ``n`` is the total weight and the prior's ``m`` is a
@@ -364,8 +387,6 @@ class HistogramBinningCalibrator(PartialFitMixin, _OneVsRestCalibrator):
     array([1.00e-12, 7.50e-01])
     """
 
-    _chunk_fit_condition = "strategy='uniform' or 'hybrid'"
-
     _parameter_constraints: dict = {
         **_OneVsRestCalibrator._parameter_constraints,
         "n_bins": N_BINS_OR_AUTO,
@@ -473,13 +494,6 @@ class HistogramBinningCalibrator(PartialFitMixin, _OneVsRestCalibrator):
         return bin_edges(score, n_bins, self.strategy, sample_weight)
 
     def _fit_map_chunks(self, data, view, n_pos):
-        if self.strategy == "quantile":
-            raise ValueError(
-                "HistogramBinningCalibrator fits chunks with strategy='uniform' "
-                "only, or 'hybrid' (its equal-mass edges take one more pass per "
-                "map); quantile edges need every score at once; got "
-                f"strategy={self.strategy!r}."
-            )
         # Without rescaling (counted weights) the chunk weights are as given.
         gather = partial(
             data.map_scores,
@@ -491,11 +505,13 @@ class HistogramBinningCalibrator(PartialFitMixin, _OneVsRestCalibrator):
             data.total_weight * data.weight_scale,
             lambda: n_distinct_scores(*gather()),
         )
-        if self.strategy == "hybrid" and n_bins // 2 >= 2:
-            # The equal-mass half needs the map's scores at once: one pass
-            # gathers them (16 bytes a row, one map at a time).
-            score, w = gather()
-            edges = hybrid_edges(score, n_bins, _weights_in_units(w)[0])
+        # Equal-mass edges by the exact search: 2 to 4 passes, the scores
+        # stay in their chunks.
+        quantile = partial(_chunk_quantile_edges, data, view)
+        if self.strategy == "hybrid":
+            edges = hybrid_edges(None, n_bins, quantile_edges=quantile)
+        elif self.strategy == "quantile":
+            edges = quantile(check_n_bins(n_bins))
         else:
             edges = bin_edges(None, n_bins, "uniform")
         sums = data.map_scores(

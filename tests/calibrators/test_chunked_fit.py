@@ -95,8 +95,25 @@ def test_histogram_binning_chunks_equal_fit(smoothing):
         np.testing.assert_allclose(a, b, rtol=1e-12)
     for a, b in zip(got.bin_counts_, ref.bin_counts_, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12)
-    with pytest.raises(ValueError, match="strategy='uniform' only"):
-        HistogramBinningCalibrator(strategy="quantile").fit_chunks(_split(p, y))
+
+
+@pytest.mark.parametrize("strategy", ["quantile", "hybrid"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_histogram_binning_equal_mass_edges_in_chunks_equal_fit(strategy, weighted):
+    """The exact search gives the in-memory edges, so the same table."""
+    z, y = _multiclass(k=3)
+    p = softmax(z, axis=1)
+    w = WEIGHTS if weighted else None
+    for dtype in (np.float64, np.float32):
+        x = p.astype(dtype)
+        got = HistogramBinningCalibrator(n_bins=12, strategy=strategy)
+        got.fit_chunks(_split(x, y, w) if weighted else _split(x, y))
+        ref = HistogramBinningCalibrator(n_bins=12, strategy=strategy)
+        ref.fit(x, y, sample_weight=w)
+        for a, b in zip(got.bin_edges_, ref.bin_edges_, strict=True):
+            np.testing.assert_array_equal(a, b)
+        for a, b in zip(got.bin_proba_, ref.bin_proba_, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12)
 
 
 def test_isotonic_chunks_exact_on_discrete_scores_close_otherwise():
