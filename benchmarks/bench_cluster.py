@@ -1,4 +1,5 @@
-"""ECE and a temperature fit on a Parquet file: Spark, Dask and in memory.
+"""ECE, a conformal threshold and a temperature fit on a Parquet file:
+Spark, Dask and in memory.
 
 ``python -m benchmarks cluster [--quick] [--n N] [--out DIR]`` (from the
 repository root) writes ``cluster.md``:
@@ -8,8 +9,11 @@ repository root) writes ``cluster.md``:
   :mod:`benchmarks.bench_large`: float32 logits ``z0..z9``, their softmax
   ``p0..p9``, labels ``y``), never whole in memory;
 * **Spark** (``local[2]``): ``spark.read.parquet``, then the confidence ECE
-  (15 uniform bins, ``labels=`` given: one pass) and
-  ``TemperatureCalibrator().fit`` on :func:`skcalib.cluster.spark_columns`;
+  (15 uniform bins, ``labels=`` given: one pass; 15 equal-mass bins: two
+  more, the exact search of the edges), the threshold of
+  ``ConformalClassifier()`` (LAC at ``alpha=0.1``: one survey, two passes of
+  the exact search) and ``TemperatureCalibrator().fit`` on
+  :func:`skcalib.cluster.spark_columns`;
 * **Dask** (threads, two workers): ``dask.dataframe.read_parquet`` of the
   same file, as Dask arrays;
 * **in memory**: the columns read into numpy arrays with pyarrow.
@@ -70,11 +74,18 @@ def _names(prefix):
 
 
 def _calls(y, p, z):
-    from skcalib import TemperatureCalibrator
+    from skcalib import ConformalClassifier, TemperatureCalibrator
     from skcalib.metrics import expected_calibration_error
 
+    labels = np.arange(K)
     return {
-        "confidence ECE": lambda: expected_calibration_error(y, p, labels=np.arange(K)),
+        "confidence ECE": lambda: expected_calibration_error(y, p, labels=labels),
+        "quantile-bin ECE": lambda: expected_calibration_error(
+            y, p, labels=labels, strategy="quantile"
+        ),
+        "conformal threshold": lambda: (
+            ConformalClassifier(classes=labels).fit(p, y).threshold_
+        ),
         "temperature fit": lambda: TemperatureCalibrator().fit(z, y).temperature_,
     }
 
@@ -170,7 +181,8 @@ def main(argv=None):
         spark_rows(path, probe, rows)
     text = "\n".join(
         [
-            "# ECE and temperature scaling of a Parquet file: Spark, Dask, in memory",
+            "# ECE, a conformal threshold and temperature scaling of a Parquet "
+            "file: Spark, Dask, in memory",
             "",
             *environment(),
             "",

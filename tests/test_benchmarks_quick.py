@@ -179,10 +179,14 @@ def test_cluster_quick(tmp_path):
     before = _mtimes()
     _run("cluster", out=tmp_path)
     text = (tmp_path / "cluster.md").read_text()
-    assert text.startswith("# ECE and temperature scaling of a Parquet file")
+    assert text.startswith("# ECE, a conformal threshold and temperature scaling")
     rows = [line.split("|") for line in text.splitlines() if line.startswith("| ")]
-    ece = {r[2].strip(): float(r[5]) for r in rows if r[1].strip() == "confidence ECE"}
-    assert len(ece) == 3 and max(ece.values()) - min(ece.values()) < 1e-12
+    for call in ("confidence ECE", "quantile-bin ECE"):
+        ece = {r[2].strip(): float(r[5]) for r in rows if r[1].strip() == call}
+        assert len(ece) == 3 and max(ece.values()) - min(ece.values()) < 1e-12
+    # an exact order statistic: the same float32 score on every engine
+    q = {r[2].strip(): r[5].strip() for r in rows if r[1] == " conformal threshold "}
+    assert len(q) == 3 and len(set(q.values())) == 1
     assert _mtimes() == before
 
 

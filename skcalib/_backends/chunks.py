@@ -97,8 +97,9 @@ class ChunkedData:
         """One pass: classes, column count, score type and class weights.
 
         Sets ``classes``, ``n_columns``, ``score_type``, ``class_weight``
-        (weighted count of each class), ``total_weight``, ``n_renormalized``
-        and ``weight_scale``: with ``rescale_weights``, weights are divided
+        (weighted count of each class), ``total_weight``, ``n_renormalized``,
+        ``weighted`` (whether the chunks come with weights) and
+        ``weight_scale``: with ``rescale_weights``, weights are divided
         by their maximum over all chunks, as
         :meth:`skcalib._base.BaseCalibrator.fit` does, so that counts and
         totals are those of weights at most 1.
@@ -136,6 +137,7 @@ class ChunkedData:
             weight[lookup(p["labels"], labels)[0]] += p["class_weight"] * share
         self.class_weight = weight
         self.total_weight = float(weight.sum())
+        self.weighted = any(p["weighted"] for p in parts)
         filled = [p for p in parts if p["n_rows"]]
         in_range = all(p["in_range"] for p in filled)
         if score_type == "probability" or (score_type == "auto" and in_range):
@@ -164,6 +166,12 @@ class ChunkedData:
         """
         return combine(self._run(self._scores_call(fn)))
 
+    def encoded(self):
+        """The same chunks with the labels encoded by ``classes`` (after
+        :meth:`survey`): what a calibrator fitted inside another one, on
+        ``classes=range(K)``, reads."""
+        return ChunkedData(partial(_encoded_run, self._run, self.classes))
+
     def _scores_call(self, fn):
         """``fn`` applied to a raw chunk once it is validated and wrapped."""
         return partial(
@@ -174,6 +182,26 @@ class ChunkedData:
             n_columns=self.n_columns,
             weight_scale=self.weight_scale,
         )
+
+
+def _encoded_run(run, classes, fn, first=False):
+    return run(partial(_encoded_chunk, fn=fn, classes=classes), first=first)
+
+
+def _encoded_chunk(X, y, w, *, fn, classes):
+    y = np.asarray(y).ravel()
+    codes, known = lookup(y, classes)
+    if not known.all():
+        _changed_labels(y[np.argmin(known)], classes)
+    return fn(X, codes, w)
+
+
+def _changed_labels(label, classes):
+    raise ValueError(
+        f"A chunk has label {label.tolist()!r}, not among the labels "
+        f"{classes.tolist()} of the first pass: the chunks must give the same "
+        "data at every pass (seed generated data, or persist it)."
+    )
 
 
 def _validate_chunk(X, y, w):
@@ -228,6 +256,7 @@ def _survey_chunk(X, y, w, score_type="auto"):
         "labels": labels,
         "class_weight": weights,
         "max_weight": top if w is not None else 1.0,
+        "weighted": w is not None,
         "unit": unit,
         "in_range": in_range,
         "n_rounded": n_rounded,
@@ -245,12 +274,7 @@ def _scores_chunk(X, y, w, *, fn, classes, score_type, n_columns, weight_scale=1
         return None
     y_enc, known = lookup(y, classes)
     if not known.all():  # the chunk changed since the survey pass
-        bad = y[np.argmin(known)].tolist()
-        raise ValueError(
-            f"A chunk has label {bad!r}, not among the labels "
-            f"{classes.tolist()} of the first pass: the chunks must give the same "
-            "data at every pass (seed generated data, or persist it)."
-        )
+        _changed_labels(y[np.argmin(known)], classes)
     if score_type == "probability":
         X = resolve_score_type(X, "probability").scores
     if w is not None and weight_scale != 1.0:

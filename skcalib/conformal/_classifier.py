@@ -1,7 +1,6 @@
 """Split-conformal prediction sets (LAC, APS, RAPS, top-k), marginal or
 class-conditional, at one or several levels."""
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -10,11 +9,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from skcalib._base import BaseCalibrator
 from skcalib._core.compat import HasMethods, Interval, StrOptions
+from skcalib._core.inputs import input_kind
 from skcalib._core.weights import check_count_weights
 from skcalib._core.xp import namespace
 from skcalib._core.xp.estimator import call_on_host, follows_input
+from skcalib.conformal._classifier_chunks import engine_sets, fit_chunks
 from skcalib.conformal._quantile import (
-    _min_samples,
     check_alphas,
     conformal_quantile,
     quantiles_of_sorted,
@@ -32,6 +32,11 @@ from skcalib.conformal._scores import (  # re-exported: imported from here
     row_uniforms,
 )
 from skcalib.conformal._set_calibrator import calibrator_input, fit_set_calibrator
+from skcalib.conformal._threshold_warnings import (
+    warn_full_classes,
+    warn_other_levels,
+    warn_too_few,
+)
 
 __all__ = ["ConformalClassifier"]
 _REEXPORTS = (aps_mass_above, conformal_quantile, label_scores, prediction_sets)
@@ -335,6 +340,13 @@ class ConformalClassifier(BaseCalibrator):
     changes no state, and one-row calls of different rows draw different
     uniforms.
 
+    **In chunks and on a cluster** (``fit_chunks``, Dask, Spark, Ray): the
+    threshold is the in-memory one, exactly, from an exact distributed
+    order statistic (2 to 4 passes; the scores are never collected), so
+    only the fitted ``alpha`` is served; randomised sets and ``"auto"`` RAPS
+    parameters need row positions and are refused (guide "Calibration on a
+    cluster").
+
     References
     ----------
     .. [1] M. Sadinle, J. Lei and L. Wasserman, "Least ambiguous set-valued
@@ -391,6 +403,8 @@ class ConformalClassifier(BaseCalibrator):
     #: Weights are repetition counts and the test sample counts with weight 1
     #: (the level is ``(1 - alpha)(W + 1)``): they are used as given.
     _rescale_sample_weight = False
+
+    _chunk_fit_condition = "randomized=False with numeric RAPS parameters"
 
     def __init__(
         self,
@@ -488,39 +502,39 @@ class ConformalClassifier(BaseCalibrator):
             for g in groups
         ]
         thresholds = self._thresholds(np.array([self.alpha]))[0]
-        if not self.class_conditional:
-            self.threshold_ = float(thresholds)
-            if np.isinf(self.threshold_):
-                warnings.warn(
-                    f"alpha={self.alpha} needs at least "
-                    f"{_min_samples(self.alpha)} calibration samples (weighted), "
-                    f"got {_count(y, sample_weight):g}: the threshold is infinite "
-                    "and every prediction set holds every class.",
-                    UserWarning,
-                    stacklevel=4,
-                )
+        self._set_threshold(thresholds, _count(y, sample_weight))
+
+    def _fit_chunks(self, data):
+        """Chunks and engines (Dask, Spark, Ray): the threshold by an exact
+        distributed search; ``randomized_`` False and numbers for RAPS."""
+        self._set_threshold(fit_chunks(self, data), data.total_weight)
+
+    def _set_threshold(self, thresholds, total_weight):
+        """``threshold_`` from the fitted level's thresholds, with a warning
+        for each infinite one."""
+        if self.class_conditional:
+            warn_full_classes(self.classes_, thresholds, self.alpha)
+            self.threshold_ = thresholds
             return
-        self._warn_full_classes(thresholds, self.alpha, stacklevel=5)
-        self.threshold_ = thresholds
+        self.threshold_ = float(thresholds)
+        if np.isinf(self.threshold_):
+            warn_too_few(self.alpha, total_weight)
 
     def _thresholds(self, alphas):
         """Thresholds at levels ``alphas``: ``(m,)``, or ``(m, K)`` per class."""
+        if self._calibration_scores is None:  # fitted in chunks
+            if not np.array_equal(alphas, [self.alpha]):
+                raise ValueError(
+                    f"{type(self).__name__} fitted in chunks or on a cluster keeps "
+                    f"the threshold of its alpha={self.alpha} only (the calibration "
+                    f"scores stayed where they were), not those of alpha="
+                    f"{alphas.tolist()}; set alpha and fit again."
+                )
+            return np.asarray(self.threshold_, dtype=np.float64)[None]
         per_group = [quantiles_of_sorted(*g, alphas) for g in self._calibration_scores]
         if not self.class_conditional:
             return per_group[0]
         return np.stack(per_group, axis=1)
-
-    def _warn_full_classes(self, thresholds, alpha, stacklevel):
-        full = np.flatnonzero(np.isinf(thresholds))
-        if full.size:
-            warnings.warn(
-                f"Classes {self.classes_[full].tolist()} have fewer than "
-                f"{_min_samples(alpha)} calibration samples (weighted) at "
-                f"alpha={alpha}: their threshold is infinite and they are in "
-                "every prediction set.",
-                UserWarning,
-                stacklevel=stacklevel,
-            )
 
     # ------------------------------------------------------------- prediction
     @follows_input
@@ -555,6 +569,8 @@ class ConformalClassifier(BaseCalibrator):
             ``random_state`` and the row, see Notes).
         """
         check_is_fitted(self)
+        if (engine := input_kind(X)) != "numpy":
+            return engine_sets(self, engine, X, alpha)
         if namespace(X) is not None:  # sets on the host, returned on the device
             return call_on_host(self, "predict_set", X, alpha)
         alphas, scalar = check_alphas(self.alpha if alpha is None else alpha)
@@ -562,7 +578,8 @@ class ConformalClassifier(BaseCalibrator):
             thresholds = np.asarray(self.threshold_, dtype=np.float64)[None]
         else:
             thresholds = self._thresholds(alphas)
-            self._warn_infinite(thresholds, alphas)
+            classes = self.classes_ if self.class_conditional else None
+            warn_other_levels(classes, thresholds, alphas, self.alpha)
         scores = self._scores(*self._raw_scores(X, reset=False), reset=False)
         proba = self._predict_proba(scores)
         u = None
@@ -577,23 +594,6 @@ class ConformalClassifier(BaseCalibrator):
             **self._score_params(),
         )
         return sets[:, :, 0] if scalar else sets
-
-    def _warn_infinite(self, thresholds, alphas):
-        """Warn for the levels (other than the fitted one) without a finite
-        threshold: their sets hold every class (or every such class)."""
-        for a, alpha in enumerate(alphas):
-            if alpha == self.alpha or not np.isinf(thresholds[a]).any():
-                continue
-            if self.class_conditional:
-                self._warn_full_classes(thresholds[a], alpha, stacklevel=4)
-            else:
-                warnings.warn(
-                    f"alpha={alpha} needs at least {_min_samples(alpha)} "
-                    "calibration samples (weighted): the threshold is infinite "
-                    "and every prediction set at that level holds every class.",
-                    UserWarning,
-                    stacklevel=3,
-                )
 
 
 def _count(y, sample_weight):

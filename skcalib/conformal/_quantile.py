@@ -3,6 +3,8 @@ calibration scores, with the test point counted once."""
 
 import numpy as np
 
+from skcalib._core.order_search import COLLECT_LIMIT, OrderStatisticSearch
+
 __all__ = []  # private module
 
 #: Relative slack of the quantile level ``(1 - alpha)(W + 1)``, so that a level
@@ -95,6 +97,71 @@ def quantiles_of_sorted(sorted_scores, cum_weight, alphas, test_weight=1.0):
     k = np.searchsorted(cum_weight, level - _LEVEL_RTOL * level, side="left")
     values = sorted_scores[np.minimum(k, sorted_scores.size - 1)].astype(np.float64)
     return np.where(k < sorted_scores.size, values, np.inf)
+
+
+class ThresholdSearch(OrderStatisticSearch):
+    """Split-conformal thresholds of scores read pass by pass.
+
+    For each group (all calibration rows, or the rows of each class) and
+    each level, the threshold :func:`quantiles_of_sorted` gives on the
+    group's scores, found from two to four passes over the data in chunks
+    (see :class:`~skcalib._core.order_search.OrderStatisticSearch`):
+    the scores are never held together.
+
+    Parameters
+    ----------
+    n_groups : int
+    alphas : array-like of shape (m,)
+        Miscoverage levels.
+    dtype : {numpy.float32, numpy.float64}
+        Dtype of the scores (non-negative).
+    weighted : bool
+    collect_limit : int, optional
+
+    Notes
+    -----
+    Exactly :func:`quantiles_of_sorted` without weights and with weights
+    whose sums are exact (integers below ``2**53``); with other weights the
+    total and the cumulative weights are summed in another order, which can
+    move a threshold only when a cumulative weight is within ``~1e-16``
+    (relative) of the level, far inside its slack :data:`_LEVEL_RTOL`.
+
+    Examples
+    --------
+    >>> s = np.array([0.3, 0.1, 0.7, 0.2, 0.9, 0.4, 0.5, 0.8, 0.6])
+    >>> search = ThresholdSearch(1, [0.2, 0.5], np.float64, weighted=False)
+    >>> while not search.done:
+    ...     search.advance(search.merge([search.digit_counts([(s[:4], None)]),
+    ...                                  search.digit_counts([(s[4:], None)])]))
+    >>> search.thresholds()[0]
+    array([0.8, 0.5])
+    >>> quantiles_of_sorted(*sort_scores(s), [0.2, 0.5])
+    array([0.8, 0.5])
+    """
+
+    def __init__(self, n_groups, alphas, dtype, weighted, collect_limit=COLLECT_LIMIT):
+        super().__init__(n_groups, dtype, weighted, collect_limit)
+        self.alphas = np.asarray(alphas, dtype=np.float64)
+
+    def goals(self, n, total_weight):
+        """The level :math:`(1 - \\alpha)(W + 1)` of each ``alpha``, less its
+        slack (the goal of :func:`quantiles_of_sorted`)."""
+        level = (1.0 - self.alphas) * (total_weight + 1.0)
+        return level - _LEVEL_RTOL * level
+
+    def thresholds(self):
+        """Per group, the thresholds at ``alphas`` (``inf`` where too few
+        scores, and for a group without any).
+
+        Returns
+        -------
+        thresholds : list of ndarray of shape (m,), float64
+        """
+        out = []
+        for g in range(self.n_groups):
+            values, _ = self.values(g)
+            out.append(np.full(self.alphas.shape, np.inf) if values is None else values)
+        return out
 
 
 def _rank(alpha, n):

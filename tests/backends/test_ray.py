@@ -3,7 +3,8 @@
 The built-in CIFAR-10 predictions (10000 rows, 10 classes) as a Ray Dataset
 of 8 blocks, and the same rows shuffled into other blocks
 (``random_shuffle(seed=...)``); metrics to 1e-12, the temperature fit to the
-solver's tolerance. Slow: ``ray.init(num_cpus=2)`` (``tests/_engines.py``).
+solver's tolerance, the conformal thresholds exactly. Slow:
+``ray.init(num_cpus=2)`` (``tests/_engines.py``).
 """
 
 import numpy as np
@@ -13,6 +14,7 @@ pytestmark = pytest.mark.slow
 
 from skcalib import TemperatureCalibrator  # noqa: E402
 from skcalib.cluster import accumulator_aggregation, ray_columns  # noqa: E402
+from skcalib.conformal import ConformalClassifier  # noqa: E402
 from skcalib.datasets import load_predictions  # noqa: E402
 from skcalib.metrics import (  # noqa: E402
     CalibrationAccumulator,
@@ -117,3 +119,23 @@ def test_bad_columns_named(ray_session):
     yy, pp = ray_columns(ds, label="y", proba="p")
     with pytest.raises(ValueError, match=r"Column 'p' holds nulls"):
         brier_score(yy, pp)
+
+
+def test_conformal_threshold_and_sets(dataset, data):
+    """The distributed order statistic gives the in-memory threshold."""
+    y, p, w, _ = data
+    yy, pp, ww = ray_columns(dataset, label="y", proba=P, weight="w")
+    for case in ({}, {"class_conditional": True, "alpha": 0.05}):
+        got = ConformalClassifier(**case).fit(pp, yy, sample_weight=ww)
+        ref = ConformalClassifier(**case).fit(p, y, sample_weight=w)
+        np.testing.assert_array_equal(got.threshold_, ref.threshold_)
+    names = [f"set_{c}" for c in got.classes_]
+    rows = (
+        got.predict_set(pp)
+        .select_columns(P + names)
+        .take_batch(300, batch_format="pandas")
+    )
+    np.testing.assert_array_equal(
+        rows[names].to_numpy(dtype=bool),
+        ref.predict_set(rows[P].to_numpy(dtype=float)),
+    )

@@ -5,8 +5,9 @@ predictions (binary) as DataFrames of 8 partitions, and the same rows under
 a random repartition (hash of a seeded ``rand()``: other partitions, other
 row order); every metric is compared with the numpy function on the same
 numbers to 1e-12 (only the order of the float64 additions changes), every
-fit to its solver's tolerance. Slow: each pass is a Spark job on
-``local[2,2]`` (the session of ``tests/_engines.py``).
+fit to its solver's tolerance, the conformal thresholds exactly. Slow:
+each pass is a Spark job on ``local[2,2]`` (the session of
+``tests/_engines.py``).
 """
 
 import numpy as np
@@ -24,6 +25,7 @@ from skcalib import (  # noqa: E402
     VectorScalingCalibrator,
 )
 from skcalib.cluster import spark_columns  # noqa: E402
+from skcalib.conformal import ConformalClassifier  # noqa: E402
 from skcalib.datasets import load_predictions  # noqa: E402
 from skcalib.metrics import (  # noqa: E402
     CalibrationAccumulator,
@@ -162,12 +164,15 @@ FITS = [
     (MatrixScalingCalibrator, {"reg_lambda": 1.0}, 1e-6),
     (DirichletCalibrator, {"reg_lambda": 1.0}, 1e-6),
     (HistogramBinningCalibrator, {"n_bins": 10}, 1e-10),
+    (HistogramBinningCalibrator, {"n_bins": 10, "strategy": "quantile"}, 1e-10),
     (IsotonicCalibrator, {}, 1e-10),
 ]
 
 
 @pytest.mark.parametrize(
-    "make, params, atol", FITS, ids=lambda v: getattr(v, "__name__", "")
+    "make, params, atol",
+    FITS,
+    ids=[m.__name__ + ("-quantile" if "strategy" in p else "") for m, p, _ in FITS],
 )
 def test_fit_equals_in_memory_and_predict_is_a_dataframe(
     frame, data, make, params, atol
@@ -209,6 +214,49 @@ def test_platt_binary(spark):
     ref = PlattCalibrator().fit(s, d.labels)
     np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-6)
     np.testing.assert_allclose(got.intercept_, ref.intercept_, rtol=1e-6, atol=1e-8)
+
+
+# -------------------------------------------------------------- conformal
+CONFORMAL = [
+    {},
+    {"class_conditional": True, "alpha": 0.05},
+    {"method": "raps", "k_reg": 2, "lam": 0.02, "randomized": False},
+    {"method": "top_k", "alpha": 0.02},
+]
+
+
+@pytest.mark.parametrize(
+    "case", CONFORMAL, ids=["lac", "class-conditional", "raps", "top-k"]
+)
+def test_conformal_threshold_equals_in_memory(frame, data, case):
+    """An exact distributed order statistic: the threshold of the sorted
+    in-memory scores, bit for bit, and the same sets."""
+    y, p, w, _ = data
+    yy, pp, ww = spark_columns(frame, label="y", proba=P, weight="w")
+    got = ConformalClassifier(**case).fit(pp, yy, sample_weight=ww)
+    ref = ConformalClassifier(**case).fit(p, y, sample_weight=w)
+    np.testing.assert_array_equal(got.threshold_, ref.threshold_)
+    sets = got.predict_set(pp)
+    names = [f"set_{c}" for c in got.classes_]
+    assert sets.columns == frame.columns + names
+    rows = sets.select(*P, *names).limit(400).toPandas()
+    np.testing.assert_array_equal(
+        rows[names].to_numpy(), ref.predict_set(rows[P].to_numpy())
+    )
+
+
+def test_conformal_from_an_array_column_of_float32(spark, data):
+    y, p, _, _ = data
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    p32 = p.astype(np.float32)
+    df = spark.createDataFrame(pd.DataFrame({"y": y, "arr": list(p32)}))
+    df = df.withColumn("arr", F.col("arr").cast("array<float>")).repartition(8)
+    yy, pp = spark_columns(df, label="y", proba="arr")
+    got = ConformalClassifier(method="aps", randomized=False).fit(pp, yy)
+    ref = ConformalClassifier(method="aps", randomized=False).fit(p32, y)
+    assert got.threshold_ == ref.threshold_
 
 
 # -------------------------------------------------------------- bad input
