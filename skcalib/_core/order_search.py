@@ -20,8 +20,8 @@ DIGIT_BITS = 16
 
 #: Most rows (all groups together) whose scores a pass brings back to settle
 #: every order statistic at once: 4 MiB of keys and counts, whatever the
-#: number of rows (the driver's peak stays near 20 MiB). Bins holding more
-#: are split by one more histogram first (one more pass).
+#: number of rows. Bins holding more are split by one more histogram first
+#: (one more pass).
 COLLECT_LIMIT = 1 << 18
 
 _MASK = np.uint64((1 << DIGIT_BITS) - 1)
@@ -141,7 +141,13 @@ class OrderStatisticSearch:
         rem = self._key_bits - self._bits
         out = []
         for g, (scores, weights) in enumerate(groups):
-            scores = np.asarray(scores, dtype=self.dtype)
+            scores = np.asarray(scores)
+            if scores.dtype.itemsize > self.dtype.itemsize:  # never round
+                raise ValueError(
+                    f"the search is over {self.dtype} scores, got {scores.dtype} "
+                    "ones: rounding them would move the order statistics."
+                )
+            scores = scores.astype(self.dtype, copy=False)
             if self.weighted:
                 weights = np.asarray(weights, dtype=np.float64)
                 positive = weights > 0

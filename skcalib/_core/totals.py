@@ -56,6 +56,24 @@ def check_values(inp):
 
 
 # ------------------------------------------------------------------ groups
+def class_members(codes, n_classes):
+    """The rows of each class ``0 .. n_classes - 1`` of the encoded labels
+    ``codes``, each in row order: one scan per class up to
+    :data:`_SCAN_MAX_CLASSES` classes, one stable sort beyond (the same
+    rows either way).
+
+    Examples
+    --------
+    >>> [r.tolist() for r in class_members(np.array([2, 0, 2, 1]), 4)]
+    [[1], [3], [0, 2], []]
+    """
+    if n_classes <= _SCAN_MAX_CLASSES:
+        return [np.flatnonzero(codes == g) for g in range(n_classes)]
+    order = np.argsort(codes, kind="stable")  # row order within a class
+    bounds = np.searchsorted(codes[order], np.arange(n_classes + 1))
+    return [order[bounds[g] : bounds[g + 1]] for g in range(n_classes)]
+
+
 def iter_groups(inp, kind, class_index=None, top=None):
     """Yield the binned entries of each group: ``(rows, scores, targets,
     weights)``, ``rows`` the samples of the entries (None: all, in order).
@@ -83,12 +101,8 @@ def iter_groups(inp, kind, class_index=None, top=None):
         return
     if class_index is not None:
         members = [np.flatnonzero(pred == class_index)]
-    elif inp.n_classes <= _SCAN_MAX_CLASSES:  # one scan per class
-        members = [np.flatnonzero(pred == g) for g in range(inp.n_classes)]
     else:
-        order = np.argsort(pred, kind="stable")  # row order within a class
-        bounds = np.searchsorted(pred[order], np.arange(inp.n_classes + 1))
-        members = [order[bounds[g] : bounds[g + 1]] for g in range(inp.n_classes)]
+        members = class_members(pred, inp.n_classes)
     for rows in members:
         yield rows, conf[rows], correct[rows], None if w is None else w[rows]
 

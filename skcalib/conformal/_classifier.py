@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 from skcalib._base import BaseCalibrator
 from skcalib._core.compat import HasMethods, Interval, StrOptions
 from skcalib._core.inputs import input_kind
+from skcalib._core.totals import class_members
 from skcalib._core.weights import check_count_weights
 from skcalib._core.xp import namespace
 from skcalib._core.xp.estimator import call_on_host, follows_input
@@ -341,11 +342,10 @@ class ConformalClassifier(BaseCalibrator):
     uniforms.
 
     **In chunks and on a cluster** (``fit_chunks``, Dask, Spark, Ray): the
-    threshold is the in-memory one, exactly, from an exact distributed
-    order statistic (2 to 4 passes; the scores are never collected), so
-    only the fitted ``alpha`` is served; randomised sets and ``"auto"`` RAPS
-    parameters need row positions and are refused (guide "Calibration on a
-    cluster").
+    threshold is the in-memory one, exactly, from a distributed order
+    statistic (2 to 4 passes; no score is collected, so only the fitted
+    ``alpha`` is served); randomised sets and ``"auto"`` RAPS parameters
+    need row positions and are refused (guide "Calibration on a cluster").
 
     References
     ----------
@@ -495,7 +495,7 @@ class ConformalClassifier(BaseCalibrator):
         s = label_scores(proba, y, self.method, u, **self._score_params())
         groups = [slice(None)]
         if self.class_conditional:
-            groups = [y == k for k in range(len(self.classes_))]
+            groups = class_members(y, len(self.classes_))
         # sorted scores and cumulative weights: the threshold at any level
         self._calibration_scores = [
             sort_scores(s[g], None if sample_weight is None else sample_weight[g])

@@ -9,6 +9,7 @@ from sklearn.base import clone
 
 from skcalib._backends.engines import get as get_engine
 from skcalib._base import BaseCalibrator
+from skcalib._core.totals import class_members
 from skcalib.conformal._quantile import ThresholdSearch, check_alphas
 from skcalib.conformal._scores import (
     check_set_options,
@@ -121,7 +122,7 @@ def _kernel(scores, y, w, *, est, search):
     s = label_scores(proba, y, est.method, None, **est._score_params())
     if not est.class_conditional:
         return search.digit_counts([(s, w)])
-    groups = [y == k for k in range(len(est.classes_))]
+    groups = class_members(y, len(est.classes_))
     return search.digit_counts([(s[g], None if w is None else w[g]) for g in groups])
 
 

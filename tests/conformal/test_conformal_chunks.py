@@ -181,3 +181,25 @@ def test_dask_fit_and_sets_equal_in_memory(case):
     np.testing.assert_array_equal(sets.compute(), ref.predict_set(p))
     with pytest.raises(ValueError, match="takes one alpha"):
         got.predict_set(dp, alpha=[0.1, 0.2])
+
+
+def test_many_classes_class_conditional_chunks_equal_fit():
+    """More classes than one scan per class serves (the stable-sort path of
+    ``class_members``): the same per-class thresholds."""
+    rng = np.random.default_rng(8)
+    k, n = 40, 6000
+    p = rng.dirichlet(np.full(k, 0.3), n)
+    y = np.array([rng.choice(k, p=row) for row in p])
+    case = {"class_conditional": True, "alpha": 0.2, "classes": np.arange(k)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # rare classes: infinite thresholds
+        ref = ConformalClassifier(**case).fit(p, y)
+        got = ConformalClassifier(**case).fit_chunks(_chunks((p, y)))
+    np.testing.assert_array_equal(got.threshold_, ref.threshold_)
+    assert np.isfinite(ref.threshold_).sum() > k // 2
+
+
+def test_search_refuses_to_round_its_scores():
+    search = ThresholdSearch(1, [0.1], np.float32, weighted=False)
+    with pytest.raises(ValueError, match="over float32 scores, got float64"):
+        search.digit_counts([(np.array([0.1, 0.2]), None)])
